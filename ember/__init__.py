@@ -1,0 +1,60 @@
+"""ember: PyTorch's training stack in readable Python on NumPy. ``import ember as torch``."""
+
+from __future__ import annotations
+
+from ember import _dtype
+from ember._backend import device, get_default_device, set_default_device
+from ember._dtype import (
+    dtype, finfo, iinfo, float16, float32, float64, int8, int16, int32, int64, uint8,
+    get_default_dtype, set_default_dtype, promote_types,
+)
+from ember._tensor import Size, Tensor
+from ember._random import (
+    Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
+)
+from ember import _creation, ops as _ops
+from ember.autograd.grad_mode import (
+    no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
+    is_inference_mode_enabled,
+)
+
+bool = _dtype.bool_  # noqa: A001 - torch.bool shadows the builtin inside this namespace too
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+if _dtype.bfloat16 is not None:
+    bfloat16 = _dtype.bfloat16
+
+for _name, _fn in _creation.METHODS.items():
+    setattr(Tensor, _name, _fn)
+globals().update(_creation.FUNCTIONS)
+_ops.install(Tensor, globals())
+
+from ember import autograd  # noqa: E402
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(x: Tensor) -> int:
+    return x.numel()
+
+
+def result_type(a, b) -> dtype:
+    ts = [x for x in (a, b) if isinstance(x, Tensor)]
+    ss = [x for x in (a, b) if not isinstance(x, Tensor)]
+    return _dtype.result_type(ts, ss)
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    return from_._kind <= to._kind
+
+
+def is_floating_point(x: Tensor) -> bool:
+    return x.is_floating_point()

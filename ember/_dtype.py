@@ -1,0 +1,204 @@
+"""dtypes with torch's names, and torch's type-promotion rules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # bfloat16 needs ml_dtypes; without it ember.bfloat16 is simply absent
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+
+
+class dtype:
+    """A tensor element type, printed as torch prints it (``torch.float32``)."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_rank", "_kind")
+
+    def __init__(self, name: str, np_dtype, kind: int, rank: int) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self._kind = kind  # 0 bool, 1 integer, 2 floating
+        self._rank = rank  # order inside a kind, for promotion
+        self.is_floating_point = kind == 2
+        self.is_signed = name not in ("uint8", "bool")
+        self.itemsize = self.np.itemsize
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "ember." + self.name
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+    def to_real(self) -> dtype:
+        return self
+
+
+bool_ = dtype("bool", np.bool_, 0, 0)
+uint8 = dtype("uint8", np.uint8, 1, 1)
+int8 = dtype("int8", np.int8, 1, 1)
+int16 = dtype("int16", np.int16, 1, 2)
+int32 = dtype("int32", np.int32, 1, 3)
+int64 = dtype("int64", np.int64, 1, 4)
+float16 = dtype("float16", np.float16, 2, 1)
+float32 = dtype("float32", np.float32, 2, 3)
+float64 = dtype("float64", np.float64, 2, 4)
+bfloat16 = dtype("bfloat16", _ml_dtypes.bfloat16, 2, 2) if _ml_dtypes else None
+
+ALL = [d for d in (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+       if d]
+_BY_NP = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+
+
+def _dtype_by_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The ember dtype for a NumPy dtype; TypeError for types torch has no equivalent of."""
+    d = _BY_NP.get(np.dtype(np_dtype))
+    if d is None:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype)}. The only supported "
+            "types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+        )
+    return d
+
+
+_default_float = float32
+
+
+def get_default_dtype() -> dtype:
+    return _default_float
+
+
+def set_default_dtype(d: dtype) -> None:
+    global _default_float
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    _default_float = d
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """torch.promote_types: the smallest dtype both can be cast to."""
+    if a is b:
+        return a
+    if a._kind != b._kind:
+        return a if a._kind > b._kind else b
+    if a._kind == 1 and {a.name, b.name} == {"uint8", "int8"}:
+        return int16
+    if a._kind == 2 and {a.name, b.name} == {"float16", "bfloat16"}:
+        return float32
+    return a if a._rank >= b._rank else b
+
+
+def scalar_kind(value) -> int:
+    """Kind (0 bool, 1 int, 2 float) of a Python scalar operand."""
+    if isinstance(value, bool | np.bool_):
+        return 0
+    if isinstance(value, int | np.integer):
+        return 1
+    if isinstance(value, float | np.floating):
+        return 2
+    raise TypeError(f"unsupported scalar type {type(value).__name__}")
+
+
+def _kind_default(kind: int) -> dtype:
+    return (bool_, int64, _default_float)[kind]
+
+
+def result_type(tensors, scalars=()) -> dtype:
+    """torch.result_type over tensors and Python scalars.
+
+    Three tiers, as torch: tensors with dimensions decide; a 0-d tensor wins only if its kind
+    (bool < int < float) is higher; a Python scalar wins only if its kind is higher still, and
+    then gives that kind's default dtype (so float32 * 2.5 stays float32).
+    """
+    dim_t = zero_t = None
+    for t in tensors:
+        d = t.dtype
+        if t._data.ndim:
+            dim_t = d if dim_t is None else promote_types(dim_t, d)
+        else:
+            zero_t = d if zero_t is None else promote_types(zero_t, d)
+    out = dim_t
+    if zero_t is not None:
+        if out is None or zero_t._kind > out._kind:
+            out = zero_t
+    if scalars:
+        k = max(scalar_kind(s) for s in scalars)
+        if out is None:
+            out = _kind_default(k)
+        elif k > out._kind:
+            out = _kind_default(k)
+    return out
+
+
+def to_dtype(obj) -> dtype:
+    """Accept an ember dtype, a NumPy dtype, a Python type or a torch-style string."""
+    if isinstance(obj, dtype):
+        return obj
+    if obj is float:
+        return _default_float
+    if obj is int:
+        return int64
+    if obj is bool:
+        return bool_
+    if isinstance(obj, str):
+        name = obj.removeprefix("torch.").removeprefix("ember.")
+        if name in _ALIASES:
+            return _ALIASES[name]
+        if name in _BY_NAME:
+            return _BY_NAME[name]
+        raise TypeError(f"invalid dtype string: {obj!r}")
+    return from_numpy_dtype(obj)
+
+
+_ALIASES = {
+    "float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
+    "short": int16, "bool": bool_,
+}
+if bfloat16 is not None:
+    _ALIASES["bfloat16"] = bfloat16
+
+# Legacy tensor-type names, as `.type()` prints them.
+TYPE_NAMES = {
+    float32: "ember.FloatTensor", float64: "ember.DoubleTensor", float16: "ember.HalfTensor",
+    int64: "ember.LongTensor", int32: "ember.IntTensor", int16: "ember.ShortTensor",
+    int8: "ember.CharTensor", uint8: "ember.ByteTensor", bool_: "ember.BoolTensor",
+}
+if bfloat16 is not None:
+    TYPE_NAMES[bfloat16] = "ember.BFloat16Tensor"
+TYPE_BY_NAME = {v: k for k, v in TYPE_NAMES.items()}
+
+
+class finfo:
+    """torch.finfo for floating dtypes."""
+
+    def __init__(self, type: dtype | None = None) -> None:
+        d = to_dtype(type) if type is not None else _default_float
+        info = np.finfo(d.np)
+        self.dtype = d.name
+        self.bits = info.bits
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.tiny)
+        self.resolution = float(info.resolution)
+
+
+class iinfo:
+    """torch.iinfo for integer dtypes."""
+
+    def __init__(self, type: dtype) -> None:
+        d = to_dtype(type)
+        info = np.iinfo(d.np)
+        self.dtype = d.name
+        self.bits = info.bits
+        self.max = int(info.max)
+        self.min = int(info.min)

@@ -1,0 +1,608 @@
+"""Tensor: a NumPy array plus autograd metadata.
+
+Math methods and operators are attached by the ``ember.ops`` modules (each op family in its own
+file); this file holds storage, metadata, conversions and the autograd-facing API.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+from ember import _dtype
+from ember._backend import CPU, check_device
+from ember._dtype import dtype as _DType
+from ember.utils.hooks import RemovableHandle
+
+
+class Size(tuple):
+    """ember.Size (torch.Size): a tuple of ints that prints as ``ember.Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key):
+        r = tuple.__getitem__(self, key)
+        return Size(r) if isinstance(key, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+class _Aux:
+    """Rarely-used per-tensor state, allocated on first use to keep plain tensors light."""
+
+    __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name")
+
+    def __init__(self) -> None:
+        self.hooks = None
+        self.post_acc_hooks = None
+        self.retains_grad = False
+        self.grad_acc = None
+        self.name = None
+
+
+def _to_array(data, dt: _DType | None):
+    """Convert Python data / arrays / tensors to an array with torch's dtype inference."""
+    if isinstance(data, Tensor):
+        arr = data._data
+        return arr.astype(dt.np) if dt is not None and arr.dtype != dt.np else arr.copy()
+    if isinstance(data, np.ndarray):
+        if dt is None:
+            dt = _dtype.from_numpy_dtype(data.dtype)
+        return np.array(data, dtype=dt.np)
+    if dt is None:
+        dt = _infer_dtype(data)
+    if isinstance(data, list | tuple) and any(isinstance(x, Tensor) for x in _flat(data)):
+        data = _tensors_to_lists(data)
+    try:
+        return np.array(data, dtype=dt.np)
+    except (ValueError, TypeError) as e:
+        raise TypeError(f"can't construct a tensor from {type(data).__name__}: {e}") from None
+
+
+def _flat(seq):
+    for x in seq:
+        if isinstance(x, list | tuple):
+            yield from _flat(x)
+        else:
+            yield x
+
+
+def _tensors_to_lists(seq):
+    return [
+        _tensors_to_lists(x) if isinstance(x, list | tuple)
+        else (x.item() if isinstance(x, Tensor) and x.ndim == 0 else
+              x.tolist() if isinstance(x, Tensor) else x)
+        for x in seq
+    ]
+
+
+def _infer_dtype(data) -> _DType:
+    kind = -1
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list | tuple):
+            stack.extend(x)
+        elif isinstance(x, Tensor):
+            kind = max(kind, x.dtype._kind if x.dtype._kind < 2 else 2)
+            if x.dtype._kind == 2:
+                return x.dtype if x.dtype is not _dtype.float32 else _dtype.get_default_dtype()
+        elif isinstance(x, np.ndarray | np.generic):
+            d = _dtype.from_numpy_dtype(x.dtype)
+            kind = max(kind, d._kind)
+        else:
+            kind = max(kind, _dtype.scalar_kind(x))
+    return (_dtype.bool_, _dtype.int64, _dtype.get_default_dtype())[max(kind, 2 if kind < 0
+                                                                        else kind)]
+
+
+class Tensor:
+    """A multi-dimensional array that records the operations applied to it for autograd."""
+
+    __slots__ = ("_data", "_rg", "_grad_fn", "_grad", "_vc", "_base", "_output_nr", "_aux",
+                 "__dict__", "__weakref__")
+
+    def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
+        # Legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data.
+        dt = _dtype.to_dtype(dtype) if dtype is not None else None
+        if len(args) == 1 and not isinstance(args[0], int):
+            arr = _to_array(args[0], dt or (_dtype.get_default_dtype()
+                                            if not isinstance(args[0], np.ndarray) else None))
+        else:
+            shape = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
+            arr = np.empty(tuple(shape), dtype=(dt or _dtype.get_default_dtype()).np)
+        if device is not None:
+            check_device(device)
+        self._init(arr)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def _init(self, data, grad_fn=None, output_nr: int = 0) -> None:
+        self._data = data
+        self._rg = grad_fn is not None
+        self._grad_fn = grad_fn
+        self._grad = None
+        self._vc = [0]
+        self._base = None
+        self._output_nr = output_nr
+        self._aux = None
+
+    @classmethod
+    def _make(cls, data, grad_fn=None, output_nr: int = 0) -> Tensor:
+        t = object.__new__(Tensor)
+        if type(data) is not np.ndarray:
+            data = np.asarray(data)
+        t._data = data
+        t._rg = grad_fn is not None
+        t._grad_fn = grad_fn
+        t._grad = None
+        t._vc = [0]
+        t._base = None
+        t._output_nr = output_nr
+        t._aux = None
+        return t
+
+    def _set_view_of(self, src: Tensor) -> None:
+        """Make this tensor a view of ``src``: same base and version counter, as in torch."""
+        self._base = src._base if src._base is not None else src
+        self._vc = src._vc
+
+    def _alias(self) -> Tensor:
+        """A new tensor object over the same storage, with no history."""
+        t = Tensor._make(self._data)
+        t._set_view_of(self)
+        return t
+
+    def _get_aux(self) -> _Aux:
+        if self._aux is None:
+            self._aux = _Aux()
+        return self._aux
+
+    def _hooks_dict(self) -> dict:
+        aux = self._get_aux()
+        if aux.hooks is None:
+            aux.hooks = {0: OrderedDict()}
+        return aux.hooks
+
+    # --- metadata ------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self) -> _DType:
+        return _dtype._BY_NP[self._data.dtype]
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def is_cpu(self) -> bool:
+        return True
+
+    @property
+    def layout(self) -> str:
+        return "torch.strided"
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    def stride(self, dim: int | None = None):
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self) -> int:
+        base = self._base._data if self._base is not None else None
+        if base is None:
+            return 0
+        off = self._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        return off // self._data.itemsize
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return self._data.flags.c_contiguous
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f" or self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    def is_inference(self) -> bool:
+        return False
+
+    def get_device(self) -> int:
+        return -1
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        return False
+
+    @property
+    def is_meta(self) -> bool:
+        return False
+
+    # --- autograd metadata ---------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach()."
+                )
+            return self
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        self._rg = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self.retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+                "mistake, make sure you access the leaf Tensor instead. See "
+                "github.com/pytorch/pytorch/pull/30531 for more informations. (Triggered "
+                "internally at /pytorch/build/aten/src/ATen/core/TensorBody.h:497.)",
+                UserWarning, stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError("attempting to assign a gradient with dtype "
+                                   f"'{value.dtype.name}' to a tensor with dtype "
+                                   f"'{self.dtype.name}'. Please ensure that the gradient and "
+                                   "the tensor have the same dtype")
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._grad_fn is not None and self._aux is not None and self._aux.retains_grad
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self.retains_grad:
+            return
+        self._get_aux().retains_grad = True
+        node = self._grad_fn
+        if node._retain_hooks is None:
+            node._retain_hooks = {}
+        node._retain_hooks[self._output_nr] = weakref.ref(self)
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._add_tensor_hook(self._output_nr, hook)
+        return RemovableHandle.add(self._hooks_dict()[0], hook)
+
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(tensor)`` after ``.grad`` of this leaf has been updated."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        aux = self._get_aux()
+        if aux.post_acc_hooks is None:
+            aux.post_acc_hooks = OrderedDict()
+        return RemovableHandle.add(aux.post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
+                 inputs=None) -> None:
+        """Compute gradients of this tensor w.r.t. graph leaves (``ember.autograd.backward``)."""
+        from ember.autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing storage with this one, cut from the graph."""
+        return self._alias()
+
+    def detach_(self) -> Tensor:
+        if self._base is not None and self._grad_fn is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._rg = False
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        t = Tensor._make(self._data)
+        t._base = self._base if self._base is not None else None
+        return t
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = value._data
+
+    @property
+    def name(self):
+        return self._aux.name if self._aux is not None else None
+
+    # --- conversions ---------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._rg and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._rg:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.size != 1 or self._data.dtype.kind not in "iub":
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        from ember._tensor_str import tensor_repr
+
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.  If you were "
+                               "attempting to deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        new = object.__new__(type(self))
+        new._init(self._data.copy())
+        new._rg = self._rg
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        if hasattr(self, "__dict__"):
+            import copy
+
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = new
+        return new
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self._data, self._rg, type(self), self.__dict__ or None))
+
+    # --- dtype and device moves ----------------------------------------------------------
+    def to(self, *args, **kwargs) -> Tensor:
+        """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; ``copy=``."""
+        dt, copy = None, kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, Tensor):
+                dt = a.dtype
+            elif isinstance(a, _DType):
+                dt = a
+            elif a is not None and not isinstance(a, bool):
+                check_device(a)
+        if (dt is None or dt is self.dtype) and not copy:
+            return self
+        from ember.ops.pointwise import to_copy
+
+        return to_copy(self, dt or self.dtype)
+
+    def type(self, dtype=None, non_blocking: bool = False):
+        if dtype is None:
+            return _dtype.TYPE_NAMES[self.dtype]
+        if isinstance(dtype, str) and dtype in _dtype.TYPE_BY_NAME:
+            dtype = _dtype.TYPE_BY_NAME[dtype]
+        return self.to(_dtype.to_dtype(dtype))
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    def float(self) -> Tensor:
+        return self.to(_dtype.float32)
+
+    def double(self) -> Tensor:
+        return self.to(_dtype.float64)
+
+    def half(self) -> Tensor:
+        return self.to(_dtype.float16)
+
+    def bfloat16(self) -> Tensor:
+        if _dtype.bfloat16 is None:
+            raise RuntimeError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes")
+        return self.to(_dtype.bfloat16)
+
+    def long(self) -> Tensor:
+        return self.to(_dtype.int64)
+
+    def int(self) -> Tensor:
+        return self.to(_dtype.int32)
+
+    def short(self) -> Tensor:
+        return self.to(_dtype.int16)
+
+    def char(self) -> Tensor:
+        return self.to(_dtype.int8)
+
+    def byte(self) -> Tensor:
+        return self.to(_dtype.uint8)
+
+    def bool(self) -> Tensor:
+        return self.to(_dtype.bool_)
+
+    def cpu(self) -> Tensor:
+        return self
+
+    def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
+        check_device("cuda" if device is None else device)
+        return self
+
+    def pin_memory(self) -> Tensor:
+        return self
+
+    def share_memory_(self) -> Tensor:
+        return self
+
+    def is_shared(self) -> bool:
+        return False
+
+    def is_pinned(self) -> bool:
+        return False
+
+
+def _rebuild(data, requires_grad, cls, state):
+    t = object.__new__(cls)
+    t._init(data)
+    t._rg = requires_grad
+    if state:
+        t.__dict__.update(state)
+    return t
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    """Normalise a possibly negative dim, with torch's IndexError for out-of-range dims."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n if ndim else 0

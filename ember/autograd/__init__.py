@@ -1,0 +1,82 @@
+"""ember.autograd: backward(), grad(), Function, grad modes."""
+
+from __future__ import annotations
+
+from ember.autograd.engine import run_backward
+from ember.autograd.function import Function, FunctionCtx, once_differentiable
+from ember.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+
+
+def _seq(x) -> tuple:
+    from ember._tensor import Tensor
+
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,
+             grad_variables=None, inputs=None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of graph leaves."""
+    tensors = _seq(tensors)
+    grads = _seq(grad_tensors if grad_tensors is not None else grad_variables)
+    if not grads:
+        grads = (None,) * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} outputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    ins = _seq(inputs) if inputs is not None else None
+    if ins is not None and not ins:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    run_backward(tensors, grads, retain_graph, create_graph, inputs=ins, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
+         only_inputs: bool = True, allow_unused=None, is_grads_batched: bool = False,
+         materialize_grads: bool = False) -> tuple:
+    """Gradients of ``outputs`` w.r.t. ``inputs``, returned rather than stored in ``.grad``."""
+    from ember._creation import zeros_like
+
+    outputs = _seq(outputs)
+    ins = _seq(inputs)
+    grads = _seq(grad_outputs) or (None,) * len(outputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if retain_graph is None:
+        retain_graph = create_graph
+    res = run_backward(outputs, grads, retain_graph, create_graph, inputs=ins, accumulate=False)
+    for i, r in enumerate(res):
+        if r is None and not allow_unused:
+            raise RuntimeError("One of the differentiated Tensors appears to not have been used "
+                               "in the graph. Set allow_unused=True if this is the desired "
+                               "behavior.")
+        if r is None and materialize_grads:
+            res[i] = zeros_like(ins[i])
+    return tuple(res)
+
+
+class Variable:
+    """Legacy alias: ``Variable(t)`` returns ``t`` (requires_grad= honoured), as in torch."""
+
+    def __new__(cls, data, requires_grad: bool = False, volatile: bool = False):
+        if requires_grad:
+            data.requires_grad_(True)
+        return data
+
+
+__all__ = [
+    "Function", "FunctionCtx", "Variable", "backward", "enable_grad", "grad", "inference_mode",
+    "is_grad_enabled", "no_grad", "once_differentiable", "set_grad_enabled",
+]

@@ -1,0 +1,240 @@
+"""The backward engine: what ``loss.backward()`` and ``autograd.grad`` run.
+
+As in torch: an iterative walk from the roots counts, for every node, how many edges lead into
+it; a heap keyed on creation order runs ready nodes newest-first; each node gets an input buffer
+where incoming gradients are summed, and runs once all of its consumers have run. Per node:
+tensor hooks, the retain_grad update, node pre-hooks, backward, node post-hooks.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+from ember.autograd import graph
+from ember.autograd.grad_mode import STATE
+from ember.autograd.graph import AccumulateGrad, grad_accumulator
+
+
+def _root_edge(t):
+    if t._grad_fn is not None:
+        return t._grad_fn, t._output_nr
+    if t._rg:
+        return grad_accumulator(t), 0
+    return None, 0
+
+
+def _make_root_grads(tensors, grads):
+    from ember._creation import ones_like
+    from ember._tensor import Tensor
+
+    out = []
+    for i, (t, g) in enumerate(zip(tensors, grads)):
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not t.dtype.is_floating_point:
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs"
+                                   f" but got {t.dtype}")
+            g = ones_like(t)
+        elif not isinstance(g, Tensor):
+            g = Tensor(g, dtype=t.dtype)
+        else:
+            if g.shape != t.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                    f"output[{i}] has a shape of {t.shape}."
+                )
+            g = g._alias()  # a new handle, so the caller's tensor is never stored as .grad
+        out.append(g)
+    return out
+
+
+def _dependencies(roots):
+    """Count incoming edges per node reachable from the roots (iterative: no recursion limit)."""
+    deps: dict = {}
+    seen = set(roots)
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                deps[nxt] = deps.get(nxt, 0) + 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    return deps, seen
+
+
+def _runnable(nodes, targets, accumulate: bool) -> set:
+    """With ``inputs`` given, only nodes on a path to an input run (as in torch)."""
+    reach = set(targets)
+    runs = {n for n in targets if accumulate and isinstance(n, AccumulateGrad)}
+    # Children were created before their parents (AccumulateGrad has no children), so one
+    # pass in creation order settles every node.
+    for node in sorted(nodes, key=lambda n: n._seq):
+        if any(n in reach for n, _ in node.next_functions):
+            reach.add(node)
+            runs.add(node)
+    return runs
+
+
+def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
+                 create_graph: bool, inputs=None, accumulate: bool = True) -> list:
+    """Run the graph from ``tensors``; accumulate into leaves, or return grads for ``inputs``."""
+    roots = []
+    for i, t in enumerate(tensors):
+        node, nr = _root_edge(t)
+        if node is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        roots.append((node, nr))
+    grads = _make_root_grads(tensors, grad_tensors)
+    capture = _captures(inputs, accumulate) if inputs is not None else None
+    root_nodes = list(dict.fromkeys(n for n, _ in roots))
+    deps, nodes = _dependencies(root_nodes)
+    runs = _runnable(nodes, {n for n, _ in capture}, accumulate) if capture is not None else None
+    buffers: dict = {}
+    for (node, nr), g in zip(roots, grads):
+        _add_to_buffer(buffers, node, nr, g)
+    ready = [(-n._seq, id(n), n) for n in root_nodes if n not in deps]
+    heapq.heapify(ready)
+    results = [None] * (len(inputs) if inputs is not None else 0)
+    prev = STATE.enabled
+    STATE.enabled = create_graph
+    try:
+        while ready:
+            node = heapq.heappop(ready)[2]
+            buf = buffers.pop(node, None)
+            outs = ()
+            if buf is not None:
+                if capture:
+                    _capture(node, buf, capture, results)
+                if runs is None or node in runs:
+                    outs = _run_node(node, buf)
+                    if not retain_graph:
+                        node._release()
+            del buf
+            _distribute(node, outs, buffers)
+            del outs
+            for nxt, _ in node.next_functions:
+                if nxt is not None:
+                    d = deps[nxt] - 1
+                    deps[nxt] = d
+                    if d == 0:
+                        heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+    finally:
+        STATE.enabled = prev
+    return results
+
+
+def _captures(inputs, accumulate: bool) -> dict:
+    capture: dict = {}
+    for i, t in enumerate(inputs):
+        node, nr = _root_edge(t)
+        if node is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        capture.setdefault((node, nr), []).append(i)
+    return capture
+
+
+def _capture(node, buf, capture, results) -> None:
+    for nr, g in enumerate(buf):
+        idx = capture.get((node, nr))
+        if idx is not None and g is not None:
+            g = _apply_tensor_hooks(node, nr, g)
+            buf[nr] = g
+            for i in idx:
+                results[i] = g
+
+
+def _distribute(node, outs, buffers) -> None:
+    shapes = node._shapes
+    for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outs)):
+        if nxt is None or g is None:
+            continue
+        if shapes is not None and g.shape != shapes[i]:
+            g = _sum_to(g, shapes[i], node, i)
+        _add_to_buffer(buffers, nxt, nr, g)
+
+
+def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
+    buf = buffers.get(node)
+    if buf is None:
+        meta = node._out_meta
+        buf = buffers[node] = [None] * (len(meta) if meta else 1)
+    old = buf[nr]
+    buf[nr] = g if old is None else old + g
+
+
+def _sum_to(g, shape: tuple, node, i: int):
+    """Undo broadcasting: sum ``g`` down to ``shape``."""
+    lead = g.ndim - len(shape)
+    if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, g.shape[lead:])):
+        raise RuntimeError(
+            f"Function {node.name()} returned an invalid gradient at index {i} - got "
+            f"{list(g.shape)} but expected shape compatible with {list(shape)}"
+        )
+    dims = tuple(range(lead)) + tuple(
+        lead + k for k, s in enumerate(shape) if s == 1 and g.shape[lead + k] != 1)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    return g.reshape(shape) if lead else g
+
+
+def _apply_tensor_hooks(node, nr: int, g):
+    th = node._tensor_hooks
+    if th:
+        hooks = th.get(nr)
+        if hooks:
+            for fn in tuple(hooks.values()):
+                r = fn(g)
+                if r is not None:
+                    g = r
+    return g
+
+
+def _run_node(node, grads: list) -> tuple:
+    """One node, in torch's order: tensor hooks, retain_grad, pre-hooks, backward, post-hooks."""
+    if node._tensor_hooks:
+        for nr in range(len(grads)):
+            if grads[nr] is not None:
+                grads[nr] = _apply_tensor_hooks(node, nr, grads[nr])
+    if node._retain_hooks:
+        for nr, ref in node._retain_hooks.items():
+            t = ref()
+            g = grads[nr]
+            if t is not None and g is not None:
+                t._grad = g.clone() if t._grad is None else t._grad + g
+    if node._pre_hooks:
+        for fn in tuple(node._pre_hooks.values()):
+            r = fn(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    if all(g is None for g in grads):
+        outs = (None,) * len(node.next_functions)
+    else:
+        outs = node._call(grads)
+    if graph.ANOMALY[0]:
+        _check_nan(node, outs)
+    if node._post_hooks:
+        for fn in tuple(node._post_hooks.values()):
+            r = fn(outs, tuple(grads))
+            if r is not None:
+                outs = tuple(r)
+    return outs
+
+
+def _check_nan(node, outs) -> None:
+    import numpy as np
+
+    for i, g in enumerate(outs):
+        if g is not None and g.dtype.is_floating_point and np.isnan(g._data).any():
+            if node._anomaly:
+                import sys
+
+                sys.stderr.write("Traceback of forward call that caused the error:\n"
+                                 + "".join(node._anomaly))
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                               "output.")
+

@@ -1,0 +1,282 @@
+"""Function: the class every ember op is, and the one users subclass for custom ops.
+
+A subclass's ``forward(ctx, ...)`` computes the result; ``backward(ctx, *grads)`` returns one
+gradient per forward input. Each subclass gets a node class named ``<Name>Backward`` (or the
+torch name given as ``node_name``); an instance of it is both the ctx and the graph node, as in
+torch. Built-in ops derive from ``Op``: their forward runs on raw arrays for speed, their backward
+on ember Tensors so that it is itself differentiable.
+"""
+
+from __future__ import annotations
+
+import functools
+import traceback
+
+from ember.autograd import graph
+from ember.autograd.grad_mode import STATE, no_grad
+from ember.autograd.graph import FREED, OUT, Node, grad_accumulator
+
+
+class _Scratch:
+    """ctx stand-in for ops run without grad: accepts attributes, saves nothing."""
+
+    needs_input_grad = ()
+
+
+class FunctionCtx:
+    """The ``ctx`` API: save tensors and flags in forward, read them in backward."""
+
+    __slots__ = ()
+
+    def save_for_backward(self, *tensors) -> None:
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors) -> None:
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *tensors) -> None:
+        self.dirty_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return self._unpack_saved()
+
+
+class BackwardCFunction(FunctionCtx, Node):
+    """Node of a user Function: calls the Function's backward with this node as ctx."""
+
+    _forward_cls = None
+    materialize_grads = True
+
+    def apply(self, *grads):
+        return self._forward_cls.backward(self, *grads)
+
+    def _call(self, grads: list) -> tuple:
+        from ember._creation import zeros
+
+        if self.materialize_grads:
+            grads = [
+                zeros(shape, dtype=dt) if g is None else g
+                for g, (shape, dt) in zip(grads, self._out_meta)
+            ]
+        out = self._forward_cls.backward(self, *grads)
+        if not isinstance(out, tuple):
+            out = (out,)
+        positions = self._arg_edges
+        name = type(self).__name__
+        if len(out) < len(positions) or (len(out) > len(positions) and any(
+                g is not None for g in out[len(positions):])):
+            raise RuntimeError(
+                f"function {name} returned an incorrect number of gradients (expected "
+                f"{len(positions)}, got {len(out)})"
+            )
+        return tuple(out[i] for i, is_tensor in enumerate(positions) if is_tensor)
+
+
+class FunctionMeta(type):
+    """Gives each Function subclass its backward node class, as torch's metaclass does."""
+
+    def __init__(cls, name, bases, attrs) -> None:
+        super().__init__(name, bases, attrs)
+        node_name = attrs.get("node_name") or name + "Backward"
+        base = getattr(cls, "_node_base", None) or BackwardCFunction
+        cls._backward_cls = type(node_name, (base,), {"_forward_cls": cls,
+                                                     "__module__": cls.__module__})
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class for custom differentiable operations; call them with ``.apply``."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not overridden.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from ember._tensor import Tensor
+
+        node = cls._backward_cls.__new__(cls._backward_cls)
+        is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        track = STATE.enabled and any(t._rg for t in tensors)
+        node.needs_input_grad = tuple(
+            track and isinstance(a, Tensor) and a._rg for a in args)
+        node._arg_edges = is_tensor
+        node._init_node(_edges(tensors) if track else ())
+        node.to_save = ()
+        custom_setup = cls.setup_context is not Function.setup_context
+        with no_grad():
+            if custom_setup:
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(node, args, out)
+            else:
+                out = cls.forward(node, *args, **kwargs)
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+        outs = tuple(_wrap_output(node, o, i, track, args) for i, o in enumerate(outs))
+        if track:
+            node._out_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else ((), None)
+                              for o in outs]
+            node._saved = _save(node.to_save, outs)
+            if graph.ANOMALY[0]:
+                node._anomaly = traceback.format_stack()
+        else:
+            node._saved = _save(node.to_save, outs)
+        del node.to_save
+        return outs[0] if single else outs
+
+
+def _edges(tensors) -> tuple:
+    return tuple(
+        ((t._grad_fn, t._output_nr) if t._grad_fn is not None else (grad_accumulator(t), 0))
+        if t._rg else (None, 0)
+        for t in tensors
+    )
+
+
+def _save(to_save, outs) -> tuple:
+    saved = []
+    for t in to_save:
+        if t is None:
+            saved.append((None, 0))
+        elif any(t is o for o in outs):
+            nr = next(i for i, o in enumerate(outs) if o is t)
+            saved.append((OUT, (t._data, t._vc, t._vc[0], nr)))
+        else:
+            saved.append((t, t._vc[0]))
+    return tuple(saved)
+
+
+def _wrap_output(node, o, i, track, args):
+    from ember._tensor import Tensor
+
+    if not isinstance(o, Tensor):
+        return o
+    dirty = getattr(node, "dirty_tensors", ())
+    if any(o is d for d in dirty):
+        if track and o._grad_fn is None and o._rg:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        o._vc[0] += 1
+    elif any(o is a for a in args):
+        o = o._alias()
+    if not track:
+        return o
+    if any(o is n for n in getattr(node, "non_differentiable", ())) or \
+            not o.dtype.is_floating_point:
+        o._rg = False
+        return o
+    o._grad_fn = node
+    o._output_nr = i
+    o._rg = True
+    return o
+
+
+def once_differentiable(fn):
+    """Decorate a backward that cannot itself be differentiated: it runs without grad."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            return fn(ctx, *args)
+    return wrapper
+
+
+# ---------------------------------------------------------------------------------------------
+# Built-in ops: forward on arrays, backward on Tensors.
+
+
+class OpNode(Node):
+    """Node of a built-in op: ``backward(ctx, *grads)`` returns one gradient per input."""
+
+    __slots__ = ()
+    _forward_cls = None
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return self._unpack_saved()
+
+    def _call(self, grads: list) -> tuple:
+        out = self._forward_cls.backward(self, *grads)
+        return out if isinstance(out, tuple) else (out,)
+
+
+class Op(Function):
+    """A built-in differentiable primitive.
+
+    Class attributes declare what backward needs, so forward can stay a pure array function:
+    ``saves`` (indices of inputs to save), ``saves_output``, ``broadcasts`` (the engine sums
+    gradients back to each input's shape), ``view`` (the output is a view of input 0).
+    """
+
+    _node_base = OpNode
+    saves: tuple = ()
+    saves_output = False
+    broadcasts = False
+    view = False
+
+    @classmethod
+    def apply(cls, *inputs, **kw):
+        from ember._tensor import Tensor
+
+        if STATE.enabled:
+            for t in inputs:
+                if t._rg:
+                    return cls._apply_tracked(inputs, kw)
+        out = cls.forward(_Scratch(), *[t._data for t in inputs], **kw)
+        if type(out) is tuple:
+            return tuple(Tensor._make(o) for o in out)
+        res = Tensor._make(out)
+        if cls.view:
+            res._set_view_of(inputs[0])
+        return res
+
+    @classmethod
+    def _apply_tracked(cls, inputs, kw):
+        from ember._tensor import Tensor
+
+        node = cls._backward_cls.__new__(cls._backward_cls)
+        node._init_node(_edges(inputs))
+        node.needs_input_grad = tuple(t._rg for t in inputs)
+        arrays = [t._data for t in inputs]
+        out = cls.forward(node, *arrays, **kw)
+        if cls.saves:
+            node._saved = tuple((inputs[i], inputs[i]._vc[0]) for i in cls.saves)
+        if cls.broadcasts:
+            shapes = tuple(a.shape for a in arrays)
+            if shapes.count(shapes[0]) != len(shapes):
+                node._shapes = shapes
+        if graph.ANOMALY[0]:
+            node._anomaly = traceback.format_stack()
+        if type(out) is tuple:
+            node._out_meta = [(o.shape, o.dtype) for o in out]
+            return tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
+                         for i, o in enumerate(out))
+        res = Tensor._make(out, node, 0)
+        if cls.view:
+            res._set_view_of(inputs[0])
+        if cls.saves_output:
+            entry = (OUT, (res._data, res._vc, res._vc[0], 0))
+            node._saved = (*node._saved, entry) if node._saved else (entry,)
+        return res
+
+
+__all__ = ["Function", "FunctionCtx", "Op", "once_differentiable", "FREED"]

@@ -1,0 +1,179 @@
+"""Graph nodes: the backward half of every op, AccumulateGrad for leaves, saved tensors, hooks."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+from ember.utils.hooks import RemovableHandle
+
+_seq = itertools.count()
+next_seq = _seq.__next__
+
+FREED = object()  # marks saved tensors released after backward
+OUT = object()  # marks a saved entry that is one of the node's own outputs
+ANOMALY = [False]  # detect_anomaly's switch, global as in torch
+
+SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call"
+    " .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through "
+    "the graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+class Node:
+    """A backward function in the graph. ``next_functions`` are edges to the inputs' nodes."""
+
+    __slots__ = (
+        "next_functions", "_seq", "_saved", "_shapes", "_out_meta",
+        "needs_input_grad", "_tensor_hooks", "_retain_hooks", "_pre_hooks", "_post_hooks",
+        "_anomaly", "__dict__", "__weakref__",
+    )
+
+    def _init_node(self, next_functions: tuple) -> None:
+        self.next_functions = next_functions
+        self._seq = next_seq()
+        self._saved = None
+        self._shapes = None
+        self._out_meta = None
+        self._tensor_hooks = None
+        self._retain_hooks = None
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._anomaly = None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    @property
+    def metadata(self) -> dict:
+        return self.__dict__.setdefault("_metadata", {})
+
+    def _sequence_nr(self) -> int:
+        return self._seq
+
+    # --- hooks -----------------------------------------------------------------------------
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after this node runs; may return new grad_inputs."""
+        if self._post_hooks is None:
+            self._post_hooks = OrderedDict()
+        return RemovableHandle.add(self._post_hooks, fn)
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = OrderedDict()
+        return RemovableHandle.add(self._pre_hooks, fn)
+
+    def _add_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        return RemovableHandle.add(self._tensor_hooks.setdefault(output_nr, OrderedDict()), fn)
+
+    # --- saved tensors ---------------------------------------------------------------------
+    def _unpack_saved(self) -> tuple:
+        saved = self._saved
+        if saved is FREED:
+            raise RuntimeError(SECOND_BACKWARD)
+        if not saved:
+            return ()
+        out = []
+        for t, version in saved:
+            if t is OUT:
+                t = self._unpack_output(*version)
+            elif t is not None and t._vc[0] != version:
+                raise RuntimeError(_inplace_message(t, version, self))
+            out.append(t)
+        return tuple(out)
+
+    def _unpack_output(self, data, vc, version, nr):
+        from ember._tensor import Tensor
+
+        t = Tensor._make(data, self, nr)
+        t._vc = vc
+        if vc[0] != version:
+            raise RuntimeError(_inplace_message(t, version, self))
+        return t
+
+    def _release(self) -> None:
+        if self._saved:
+            self._saved = FREED
+
+    def _call(self, grads: list) -> tuple:
+        raise NotImplementedError
+
+
+def _inplace_message(t, version: int, node: Node) -> str:
+    from ember._dtype import TYPE_NAMES
+
+    tname = TYPE_NAMES.get(t.dtype, str(t.dtype))
+    shape = list(t.shape)
+    where = f", which is output {t._output_nr} of {t.grad_fn.name()}," if t.grad_fn else ""
+    return (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{tname} {shape}]{where} is at version {t._vc[0]}; expected version "
+        f"{version} instead. Hint: enable anomaly detection to find the operation that failed "
+        "to compute its gradient, with torch.autograd.set_detect_anomaly(True)."
+    )
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor: writes incoming gradients into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable) -> None:
+        self._init_node(())
+        self._seq = sys.maxsize  # torch runs leaf accumulation as soon as it is ready
+        self.variable = variable
+        self._tensor_hooks = variable._hooks_dict()
+
+    def _call(self, grads: list) -> tuple:
+        from ember.autograd.grad_mode import STATE
+
+        var = self.variable
+        g = grads[0]
+        if g is None:
+            return ()
+        old = var._grad
+        if old is None:
+            var._grad = g if STATE.enabled else _owned(g)
+        elif STATE.enabled:
+            var._grad = old + g
+        else:
+            np.add(old._data, g._data, out=old._data, casting="unsafe")
+        aux = var._aux
+        if aux is not None and aux.post_acc_hooks:
+            for fn in tuple(aux.post_acc_hooks.values()):
+                fn(var)
+        return ()
+
+
+def _owned(g):
+    """A gradient safe to store as ``.grad``: contiguous, writeable, aliased by no one else."""
+    from ember._tensor import Tensor
+
+    a = g._data
+    # Refcount 3 = the tensor's slot + getrefcount's argument + local `a`: nothing else holds it.
+    if a.base is None and a.flags.c_contiguous and a.flags.writeable and sys.getrefcount(a) <= 3:
+        return g if g._grad_fn is None else Tensor._make(a)
+    return Tensor._make(np.array(a, order="C"))
+
+
+def grad_accumulator(t) -> AccumulateGrad:
+    """The leaf's AccumulateGrad, shared while the graph that uses it is alive (as in torch)."""
+    aux = t._get_aux()
+    ref = aux.grad_acc
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(t)
+        aux.grad_acc = weakref.ref(node)
+    return node

@@ -1,0 +1,307 @@
+"""Shape ops. Views (view, transpose, expand, ...) share memory with their input, as in torch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember._tensor import Size, Tensor, _wrap_dim
+from ember.autograd.function import Op
+
+
+def _shape_arg(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], list | tuple | Size):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def infer_shape(shape: tuple, numel: int) -> tuple:
+    """Resolve one -1 in ``shape``; torch's error when the sizes do not match."""
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        return tuple(numel // known if s == -1 else s for s in shape)
+    if known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+class View(Op):
+    node_name = "ViewBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, shape=None):
+        ctx.shape = x.shape
+        try:
+            return np.reshape(x, shape, copy=False)
+        except ValueError:
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one "
+                "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+            ) from None
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.shape)
+
+
+class UnsafeView(View):
+    node_name = "UnsafeViewBackward0"
+    view = False
+
+
+def view(x: Tensor, *shape) -> Tensor:
+    if len(shape) == 1 and not isinstance(shape[0], int | list | tuple | Size):
+        return x.to(shape[0])  # view(dtype) is out of scope; same-size dtype only via .to
+    shape = infer_shape(_shape_arg(shape), x._data.size)
+    return View.apply(x, shape=shape)
+
+
+def reshape(x: Tensor, *shape) -> Tensor:
+    shape = infer_shape(_shape_arg(shape), x._data.size)
+    if shape == x._data.shape:
+        return View.apply(x, shape=shape) if x._rg else x._alias()
+    try:
+        np.reshape(x._data, shape, copy=False)
+    except ValueError:
+        from ember.ops.pointwise import clone
+
+        return UnsafeView.apply(clone(x), shape=shape)
+    return View.apply(x, shape=shape)
+
+
+def view_as(x: Tensor, other: Tensor) -> Tensor:
+    return view(x, other.shape)
+
+
+def reshape_as(x: Tensor, other: Tensor) -> Tensor:
+    return reshape(x, other.shape)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s, e = _wrap_dim(start_dim, x.ndim), _wrap_dim(end_dim, x.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return x
+    shp = x.shape
+    return reshape(x, (*shp[:s], -1, *shp[e + 1:]))
+
+
+def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
+    d = _wrap_dim(dim, x.ndim)
+    shp = x.shape
+    sizes = infer_shape(tuple(sizes), shp[d])
+    return view(x, (*shp[:d], *sizes, *shp[d + 1:]))
+
+
+class Permute(Op):
+    node_name = "PermuteBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, dims=None):
+        ctx.dims = dims
+        return np.transpose(x, dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.permute(tuple(np.argsort(ctx.dims)))
+
+
+def permute(x: Tensor, *dims) -> Tensor:
+    dims = _shape_arg(dims)
+    if len(dims) != x.ndim:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {x.ndim} is not "
+            f"equal to len(dims) = {len(dims)}")
+    dims = tuple(_wrap_dim(d, x.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return Permute.apply(x, dims=dims)
+
+
+class Transpose(Op):
+    node_name = "TransposeBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, d0=0, d1=1):
+        ctx.d0, ctx.d1 = d0, d1
+        return np.swapaxes(x, d0, d1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.transpose(ctx.d0, ctx.d1)
+
+
+class T(Op):
+    node_name = "TBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.T
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.t()
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    n = x.ndim
+    return Transpose.apply(x, d0=_wrap_dim(dim0, n), d1=_wrap_dim(dim1, n))
+
+
+def t(x: Tensor) -> Tensor:
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return T.apply(x)
+
+
+def _T(x: Tensor) -> Tensor:
+    return permute(x, tuple(range(x.ndim - 1, -1, -1)))
+
+
+def _mT(x: Tensor) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {x.ndim}-D tensor.")
+    return transpose(x, -2, -1)
+
+
+class Unsqueeze(Op):
+    node_name = "UnsqueezeBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, dim=0):
+        ctx.dim = dim
+        return np.expand_dims(x, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.squeeze(ctx.dim)
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    return Unsqueeze.apply(x, dim=_wrap_dim(dim, x.ndim + 1))
+
+
+class Squeeze(Op):
+    node_name = "SqueezeBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, dims=None):
+        ctx.shape = x.shape
+        return np.squeeze(x, axis=dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.shape)
+
+
+class SqueezeDim(Squeeze):
+    node_name = "SqueezeBackward1"
+
+
+def squeeze(x: Tensor, dim=None) -> Tensor:
+    if dim is None:
+        return Squeeze.apply(x, dims=None)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(d for d in (_wrap_dim(d, x.ndim) for d in dims) if x._data.shape[d] == 1)
+    return SqueezeDim.apply(x, dims=dims)
+
+
+class Expand(Op):
+    node_name = "ExpandBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, shape=None):
+        ctx.shape = x.shape
+        return np.broadcast_to(x, shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return sum_to_size(g, ctx.shape)
+
+
+def expand(x: Tensor, *sizes) -> Tensor:
+    sizes = _shape_arg(sizes)
+    lead = len(sizes) - x.ndim
+    if lead < 0:
+        raise RuntimeError(
+            f"expand({x.type()}{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes "
+            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in "
+            f"the tensor ({x.ndim})")
+    shape = []
+    for i, s in enumerate(sizes):
+        cur = x._data.shape[i - lead] if i >= lead else 1
+        if s == -1:
+            if i < lead:
+                raise RuntimeError(f"expand: the expanded size of the tensor (-1) isn't allowed "
+                                   f"in a leading, non-existing dimension {i}")
+            s = cur
+        elif cur != 1 and cur != s:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
+                f"non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
+                f"{list(x.shape)}")
+        shape.append(s)
+    shape = tuple(shape)
+    if shape == x._data.shape and not x._rg:
+        return x._alias()
+    return Expand.apply(x, shape=shape)
+
+
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    return expand(x, other.shape)
+
+
+def sum_to_size(g: Tensor, *shape) -> Tensor:
+    """Sum ``g`` down to ``shape`` (the inverse of broadcasting)."""
+    shape = _shape_arg(shape)
+    lead = g.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        lead + k for k, s in enumerate(shape) if s == 1 and g._data.shape[lead + k] != 1)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    return g.reshape(shape) if lead else g
+
+
+def contiguous(x: Tensor, memory_format=None) -> Tensor:
+    if x._data.flags.c_contiguous:
+        return x
+    from ember.ops.pointwise import clone
+
+    out = clone(x)
+    out._data = np.ascontiguousarray(out._data)
+    return out
+
+
+METHODS = {
+    "view": view, "reshape": reshape, "view_as": view_as, "reshape_as": reshape_as,
+    "flatten": flatten, "unflatten": unflatten, "permute": permute, "transpose": transpose,
+    "swapaxes": transpose, "swapdims": transpose, "t": t, "unsqueeze": unsqueeze,
+    "squeeze": squeeze, "expand": expand, "expand_as": expand_as, "sum_to_size": sum_to_size,
+    "contiguous": contiguous,
+    "T": property(_T), "mT": property(_mT),
+}
+FUNCTIONS = {
+    "reshape": reshape, "flatten": flatten, "unflatten": unflatten, "permute": permute,
+    "transpose": transpose, "swapaxes": transpose, "swapdims": transpose, "t": t,
+    "unsqueeze": unsqueeze, "squeeze": squeeze,
+}

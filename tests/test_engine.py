@@ -1,0 +1,180 @@
+"""The autograd engine: graph shape, accumulation, retain_graph, errors, memory."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+import torch
+from oracle import arr, check, fd_check, gradgrad_check
+
+import ember
+
+
+def test_grad_fn_names_and_edges_match_torch():
+    def names(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = lib.tensor([4.0, 5.0, 6.0], requires_grad=True)
+        z = (x + y) * x
+        w = z.sum()
+        return [w.grad_fn.name(), z.grad_fn.name(),
+                [type(n).__name__ if n else None for n, _ in z.grad_fn.next_functions],
+                [nr for _, nr in z.grad_fn.next_functions]]
+    assert names(ember) == names(torch)
+
+
+def test_leaf_accumulator_is_shared_and_points_at_variable():
+    x = ember.randn(3, requires_grad=True)
+    a, b = x * 2, x * 3
+    acc_a = a.grad_fn.next_functions[0][0]
+    assert acc_a is b.grad_fn.next_functions[0][0]
+    assert acc_a.variable is x
+    assert type(acc_a).__name__ == "AccumulateGrad"
+
+
+def test_scalar_constant_gets_none_edge():
+    x = ember.randn(3, requires_grad=True)
+    assert (x + 2).grad_fn.next_functions[1] == (None, 0)
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (5,))])
+def test_broadcast_grads_are_summed_back(shape_a, shape_b):
+    check(lambda m, a, b: a * b + a, arr(*shape_a), arr(*shape_b))
+
+
+def test_fan_out_and_diamond():
+    check(lambda m, x: (x * x).exp() + x.tanh() * x, arr(4))
+
+    def diamond(m, x):
+        a = x * 2
+        b, c = a.exp(), a.tanh()
+        return b * c
+    check(diamond, arr(3, 2))
+
+
+def test_long_chain_does_not_recurse():
+    x = ember.tensor([1.0], requires_grad=True)
+    y = x
+    for _ in range(10_000):
+        y = y * 1.0001
+    y.sum().backward()
+    assert x.grad.item() == pytest.approx(1.0001 ** 10_000, rel=1e-3)
+
+
+def test_grad_accumulates_across_calls():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    (x * 3).sum().backward()
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0])
+
+
+def test_grad_stored_is_not_aliased():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    y = ember.tensor([3.0, 4.0], requires_grad=True)
+    (x + y).sum().backward()
+    x.grad.mul_(10)
+    np.testing.assert_allclose(y.grad.numpy(), [1.0, 1.0])
+    g = ember.tensor([1.0, 1.0])
+    x2 = ember.tensor([1.0, 2.0], requires_grad=True)
+    x2.backward(g)
+    assert x2.grad is not g
+    g.mul_(5)
+    np.testing.assert_allclose(x2.grad.numpy(), [1.0, 1.0])
+
+
+def test_errors_match_torch():
+    for lib in (ember, torch):
+        x = lib.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
+            (x * 2).backward()
+        with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
+            lib.ones(3).sum().backward()
+        y = (x * x).sum()
+        y.backward()
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a second"):
+            y.backward()
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            x.add_(1)
+        with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+            lib.autograd.grad((x * 2).sum(), [x, lib.ones(2, requires_grad=True)])
+        with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires"):
+            x.numpy()
+        a = x * 1
+        b = a.log()
+        a.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            b.sum().backward()
+
+
+def test_retain_graph_allows_second_backward():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])
+
+
+def test_graph_is_freed_after_backward():
+    x = ember.randn(4, requires_grad=True)
+    y = (x * 2).exp()
+    node_ref = weakref.ref(y.grad_fn)
+    out_ref = weakref.ref(y)
+    loss = y.sum()
+    loss.backward()
+    assert y.grad_fn._saved is not None  # released marker, not the tensors
+    del y, loss
+    gc.collect(0)
+    assert node_ref() is None and out_ref() is None
+
+
+def test_saved_tensors_released_without_gc():
+    x = ember.randn(4, requires_grad=True)
+    h = x * 3
+    y = h.exp()
+    h_ref = weakref.ref(h)
+    del h
+    y.sum().backward()
+    assert h_ref() is None  # no cycle kept the intermediate alive
+
+
+def test_autograd_grad_create_graph_second_order():
+    def f(lib, x):
+        y = (x ** 3).sum()
+        (g,) = lib.autograd.grad(y, x, create_graph=True)
+        (g2,) = lib.autograd.grad(g.sum(), x)
+        return g, g2
+    x = arr(3)
+    e = [t.detach() for t in f(ember, ember.tensor(x, requires_grad=True))]
+    t = [t.detach() for t in f(torch, torch.tensor(x, requires_grad=True))]
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5)
+
+
+def test_backward_inputs_only_accumulates_there():
+    for lib in (ember, torch):
+        x = lib.ones(2, requires_grad=True)
+        y = lib.ones(2, requires_grad=True)
+        (x * y).sum().backward(inputs=[x])
+        assert x.grad is not None and y.grad is None
+
+
+def test_no_grad_and_set_grad_enabled():
+    x = ember.ones(2, requires_grad=True)
+    with ember.no_grad():
+        assert not (x * 2).requires_grad
+    with ember.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+
+    @ember.no_grad()
+    def f(t):
+        return t * 2
+    assert not f(x).requires_grad
+
+
+def test_fd_and_gradgrad_on_core_ops():
+    def f(a, b):
+        return (a * b + a / (b * b + 1)).exp().tanh() - a.matmul(b.t()).sum(1, keepdim=True)
+    a, b = arr(3, 2).astype(np.float64), arr(3, 2).astype(np.float64)
+    fd_check(f, a, b)
+    gradgrad_check(f, a, b)
