@@ -58,3 +58,22 @@ def can_cast(from_: dtype, to: dtype) -> bool:
 
 def is_floating_point(x: Tensor) -> bool:
     return x.is_floating_point()
+
+
+# Submodules and names that live in them load on first use: `import ember` stays fast, and
+# `ember.nn`, `ember.optim`, `ember.save`, ... work without explicit imports, as in torch.
+_LAZY_MODULES = {
+    "nn", "optim", "utils", "linalg", "cuda", "backends", "accelerator", "vision", "viz",
+    "serialization", "testing", "special", "examples",
+}
+_LAZY_NAMES = {"save": "ember.serialization", "load": "ember.serialization"}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"ember.{name}")
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

@@ -1,0 +1,1 @@
+"""The families of ember.nn.functional (see ember/nn/functional.py)."""
