@@ -197,9 +197,15 @@ def _apply_tensor_hooks(node, nr: int, g):
 def _run_node(node, grads: list) -> tuple:
     """One node, in torch's order: tensor hooks, retain_grad, pre-hooks, backward, post-hooks."""
     if node._tensor_hooks:
-        for nr in range(len(grads)):
-            if grads[nr] is not None:
-                grads[nr] = _apply_tensor_hooks(node, nr, grads[nr])
+        # Grouped by output, in order of each output's first hook; torch calls them even
+        # for an output that received no gradient (with None).
+        for nr, hooks in tuple(node._tensor_hooks.items()):
+            g = grads[nr]
+            for fn in tuple(hooks.values()):
+                r = fn(g)
+                if r is not None:
+                    g = r
+            grads[nr] = g
     if node._retain_hooks:
         for nr, ref in node._retain_hooks.items():
             t = ref()

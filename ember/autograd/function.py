@@ -136,6 +136,7 @@ class Function(metaclass=FunctionMeta):
             node._out_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else ((), None)
                               for o in outs]
             node._saved = _save(node.to_save, outs)
+            node._shapes = tuple(t.shape for t in tensors)  # user grads are checked/summed
             if graph.ANOMALY[0]:
                 node._anomaly = traceback.format_stack()
         else:
@@ -195,9 +196,33 @@ def once_differentiable(fn):
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
+        from ember._tensor import Tensor
+
         with no_grad():
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
+        if not STATE.enabled or not any(isinstance(a, Tensor) and a._rg for a in args):
+            return outputs
+        # Under create_graph the results get an "Error" node: differentiating them raises.
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        res = _DelayedError.apply(*[
+            None if o is None else o.detach().requires_grad_(True) for o in outs])
+        return res if single or len(outs) > 1 else (res,)
+
     return wrapper
+
+
+class _DelayedError(Function):
+    node_name = "Error"
+
+    @staticmethod
+    def forward(ctx, *grads):
+        return grads[0] if len(grads) == 1 else grads
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
 
 
 # ---------------------------------------------------------------------------------------------
