@@ -1,0 +1,359 @@
+"""Convolutions as im2col (a strided view, one copy) plus one batched GEMM.
+
+Three primitives cover forward, backward and every higher derivative: ``Convolution`` (conv),
+``ConvTranspose`` (its adjoint in the input: col2im) and ``ConvWeight`` (its adjoint in the
+weight). Each one's backward is written with the other two, so double backward works.
+Everything runs on 2-D spatial arrays; 1-D convs are 2-D ones with a height of 1.
+Geometry kwargs are 2-tuples: ``stride``, ``dil``, ``pads`` (per dim ``(lo, hi)``, negative
+crops), ``groups``; ``ConvTranspose`` also takes ``out_size``, ``ConvWeight`` ``ksize``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ember._tensor import Tensor
+from ember.autograd.function import Op
+
+
+def _pad_arr(x: np.ndarray, pads: tuple) -> np.ndarray:
+    """Zero-pad (positive) or crop (negative) the last two dims of ``x``."""
+    if not any(lo or hi for lo, hi in pads):
+        return x
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pads, x.shape[-2:]))
+    x = x[(..., *crop)]
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pads]
+    if any(a or b for a, b in grow):
+        x = np.pad(x, [(0, 0)] * (x.ndim - 2) + grow)
+    return x
+
+
+def _out_len(n: int, k: int, s: int, d: int) -> int:
+    return (n - d * (k - 1) - 1) // s + 1
+
+
+def _windows(xp: np.ndarray, ksize, stride, dil, osize) -> np.ndarray:
+    """A view (N, C, kh, kw, oh, ow) of every kernel window of padded input ``xp``."""
+    n, c = xp.shape[:2]
+    sn, sc, sh, sw = xp.strides
+    return as_strided(xp, (n, c, *ksize, *osize),
+                      (sn, sc, sh * dil[0], sw * dil[1], sh * stride[0], sw * stride[1]),
+                      writeable=False)
+
+
+def _to2d(a: np.ndarray) -> np.ndarray:
+    return a[:, :, None, :] if a.ndim == 3 else a
+
+
+def _conv(x, w, b, stride, dil, pads, groups) -> np.ndarray:
+    one_d = x.ndim == 3
+    x, w = _to2d(x), _to2d(w)
+    xp = _pad_arr(x, pads)
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    osize = tuple(_out_len(xp.shape[2 + i], w.shape[2 + i], stride[i], dil[i]) for i in (0, 1))
+    cols = _windows(xp, (kh, kw), stride, dil, osize).reshape(
+        n, groups, cg * kh * kw, osize[0] * osize[1])
+    out = np.matmul(w.reshape(groups, o // groups, cg * kh * kw), cols)
+    out = out.reshape(n, o, *osize)
+    if b is not None:
+        out += b.reshape(-1, 1, 1)
+    return out[:, :, 0] if one_d else out
+
+
+def _col2im(cols: np.ndarray, full: tuple, stride, dil) -> np.ndarray:
+    """Sum each kernel position's columns (N, C, kh, kw, ih, iw) into an (N, C, *full) image."""
+    n, c, kh, kw, ih, iw = cols.shape
+    out = np.zeros((n, c, *full), dtype=cols.dtype)
+    for i in range(kh):  # a loop over kernel positions only; each step is one strided add
+        hs = slice(i * dil[0], i * dil[0] + stride[0] * (ih - 1) + 1, stride[0])
+        for j in range(kw):
+            ws = slice(j * dil[1], j * dil[1] + stride[1] * (iw - 1) + 1, stride[1])
+            out[:, :, hs, ws] += cols[:, :, i, j]
+    return out
+
+
+def _conv_t(g, w, b, stride, dil, pads, groups, out_size) -> np.ndarray:
+    one_d = g.ndim == 3
+    g, w = _to2d(g), _to2d(w)
+    n, cin, ih, iw = g.shape
+    _, cog, kh, kw = w.shape
+    cig = cin // groups
+    wt = w.reshape(groups, cig, cog * kh * kw).transpose(0, 2, 1)
+    cols = np.matmul(wt, g.reshape(n, groups, cig, ih * iw))
+    cols = cols.reshape(n, groups * cog, kh, kw, ih, iw)
+    full = ((ih - 1) * stride[0] + dil[0] * (kh - 1) + 1,
+            (iw - 1) * stride[1] + dil[1] * (kw - 1) + 1)
+    out = _col2im(cols, full, stride, dil)
+    out = _pad_arr(out, tuple((-lo, size + lo - f) for (lo, _), size, f in
+                              zip(pads, out_size, full)))
+    if b is not None:
+        out += b.reshape(-1, 1, 1)
+    return out[:, :, 0] if one_d else out
+
+
+def _conv_weight(x, g, stride, dil, pads, groups, ksize) -> np.ndarray:
+    one_d = x.ndim == 3
+    x, g = _to2d(x), _to2d(g)
+    xp = _pad_arr(x, pads)
+    n, c = x.shape[:2]
+    o, oh, ow = g.shape[1:]
+    cg = c // groups
+    win = _windows(xp, ksize, stride, dil, (oh, ow)).transpose(1, 2, 3, 0, 4, 5)
+    cols = win.reshape(groups, cg * ksize[0] * ksize[1], n * oh * ow)
+    gg = g.reshape(n, groups, o // groups, oh * ow).transpose(1, 2, 0, 3).reshape(
+        groups, o // groups, n * oh * ow)
+    gw = np.matmul(gg, cols.transpose(0, 2, 1)).reshape(o, cg, *ksize)
+    return gw[:, :, 0] if one_d else gw
+
+
+def _spatial(t: Tensor) -> tuple:
+    return (1, t.shape[2]) if t.ndim == 3 else tuple(t.shape[2:])
+
+
+def _bias_grad(g: Tensor) -> Tensor:
+    return g.sum((0, 2) if g.ndim == 3 else (0, 2, 3))
+
+
+def _adjoint_pads(pads, out_size, g_size, ksize, stride, dil) -> tuple:
+    """Pads making conv(., pads') the adjoint of conv_transpose(., pads, out_size)."""
+    res = []
+    for (lo, _), size, gi, k, s, d in zip(pads, out_size, g_size, ksize, stride, dil):
+        full = (gi - 1) * s + d * (k - 1) + 1
+        res.append((lo, full - lo - size))
+    return tuple(res)
+
+
+def _ksize(w: Tensor) -> tuple:
+    return (1, w.shape[2]) if w.ndim == 3 else tuple(w.shape[2:])
+
+
+class Convolution(Op):
+    node_name = "ConvolutionBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, w, b=None, stride=(1, 1), dil=(1, 1), pads=((0, 0), (0, 0)), groups=1):
+        ctx.geom = (stride, dil, pads, groups)
+        return _conv(x, w, b, stride, dil, pads, groups)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        stride, dil, pads, groups = ctx.geom
+        kw = {"stride": stride, "dil": dil, "pads": pads, "groups": groups}
+        gx = ConvTranspose.apply(g, w, out_size=_spatial(x), **kw) if need[0] else None
+        gw = ConvWeight.apply(x, g, ksize=_ksize(w), **kw) if need[1] else None
+        if len(need) == 2:
+            return gx, gw
+        return gx, gw, (_bias_grad(g) if need[2] else None)
+
+
+class ConvTranspose(Op):
+    node_name = "ConvolutionBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, g, w, b=None, stride=(1, 1), dil=(1, 1), pads=((0, 0), (0, 0)), groups=1,
+                out_size=None):
+        ctx.geom = (stride, dil, pads, groups, out_size)
+        return _conv_t(g, w, b, stride, dil, pads, groups, out_size)
+
+    @staticmethod
+    def backward(ctx, gy):
+        g, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        stride, dil, pads, groups, out_size = ctx.geom
+        adj = _adjoint_pads(pads, out_size, _spatial(g), _ksize(w), stride, dil)
+        kw = {"stride": stride, "dil": dil, "pads": adj, "groups": groups}
+        gg = Convolution.apply(gy, w, **kw) if need[0] else None
+        gw = ConvWeight.apply(gy, g, ksize=_ksize(w), **kw) if need[1] else None
+        if len(need) == 2:
+            return gg, gw
+        return gg, gw, (_bias_grad(gy) if need[2] else None)
+
+
+class ConvWeight(Op):
+    """The weight gradient of a convolution, as a differentiable op of (input, grad_output)."""
+
+    node_name = "ConvolutionBackwardBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, g, stride=(1, 1), dil=(1, 1), pads=((0, 0), (0, 0)), groups=1,
+                ksize=None):
+        ctx.geom = (stride, dil, pads, groups)
+        return _conv_weight(x, g, stride, dil, pads, groups, ksize)
+
+    @staticmethod
+    def backward(ctx, gw):
+        x, g = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        stride, dil, pads, groups = ctx.geom
+        kw = {"stride": stride, "dil": dil, "pads": pads, "groups": groups}
+        gx = ConvTranspose.apply(g, gw, out_size=_spatial(x), **kw) if need[0] else None
+        gg = Convolution.apply(x, gw, **kw) if need[1] else None
+        return gx, gg
+
+
+# --- public functions (torch.conv2d, F.conv2d, ...) ----------------------------------------
+
+
+def _tuple(v, n: int) -> tuple:
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(int(a) for a in v)
+    return v * n if len(v) == 1 else v
+
+
+def _lift(v: tuple, fill) -> tuple:
+    """A 1-D parameter as the 2-D one the primitives take."""
+    return (fill, *v) if len(v) == 1 else v
+
+
+def _check_common(name, x: Tensor, w: Tensor, b, nd: int, stride, dil, groups) -> None:
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                           f"{name}, but got input of size: {list(x.shape)}")
+    if w.ndim != nd + 2:
+        raise RuntimeError("weight should have at least three dimensions")
+    if x.dtype is not w.dtype:
+        raise RuntimeError(f"Input type ({x.type()}) and weight type ({w.type()}) should be the "
+                           "same or input should be a MKLDNN tensor and weight is a dense tensor")
+    if b is not None and b.dtype is not w.dtype:
+        raise RuntimeError(f"Input type ({x.type()}) and bias type ({b.type()}) should be the "
+                           "same")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dil):
+        raise RuntimeError("dilation should be greater than zero")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if w.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(w.shape)} instead")
+
+
+def _conv_padding(padding, nd: int, stride, dil, ksize) -> tuple:
+    """``padding`` (int, tuple, 'same', 'valid') as per-dim ``(lo, hi)`` pairs."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * nd
+        if padding != "same":
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+        if any(s != 1 for s in stride):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        # An odd total pads one more on the right, as torch does.
+        return tuple((d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                     for d, k in zip(dil, ksize))
+    p = _tuple(padding, nd)
+    if any(v < 0 for v in p):
+        raise RuntimeError("negative padding is not supported")
+    return tuple((v, v) for v in p)
+
+
+def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding,
+            dilation, groups) -> Tensor:
+    stride, dil = _tuple(stride, nd), _tuple(dilation, nd)
+    _check_common(name, input, weight, bias, nd, stride, dil, groups)
+    if input.ndim == nd + 1:
+        out = _convnd(name, nd, input.unsqueeze(0), weight, bias, stride, padding, dil, groups)
+        return out.squeeze(0)
+    ksize = tuple(weight.shape[2:])
+    pads = _conv_padding(padding, nd, stride, dil, ksize)
+    if input.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+            f"input{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
+            f"{input.shape[1]} channels instead")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != weight.shape[0]):
+        raise RuntimeError(
+            f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+            f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
+    padded = [n + lo + hi for n, (lo, hi) in zip(input.shape[2:], pads)]
+    eff = [d * (k - 1) + 1 for d, k in zip(dil, ksize)]
+    if any(p < k for p, k in zip(padded, eff)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
+            "actual input size")
+    kw = {"stride": _lift(stride, 1), "dil": _lift(dil, 1), "pads": _lift(pads, (0, 0)),
+          "groups": groups}
+    args = (input, weight) if bias is None else (input, weight, bias)
+    return Convolution.apply(*args, **kw)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """1-D convolution over (N, C, L) or unbatched (C, L) input."""
+    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """2-D convolution over (N, C, H, W) or unbatched (C, H, W) input."""
+    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding,
+                      output_padding, groups, dilation) -> Tensor:
+    stride, dil = _tuple(stride, nd), _tuple(dilation, nd)
+    _check_common(name, input, weight, bias, nd, stride, dil, groups)
+    if input.ndim == nd + 1:
+        return _conv_transposend(name, nd, input.unsqueeze(0), weight, bias, stride, padding,
+                                 output_padding, groups, dil).squeeze(0)
+    if isinstance(padding, str):
+        raise RuntimeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
+    pad, opad = _tuple(padding, nd), _tuple(output_padding, nd)
+    if any(v < 0 for v in pad):
+        raise RuntimeError("negative padding is not supported")
+    if any(o >= s and o >= d for o, s, d in zip(opad, stride, dil)):
+        dims = ("height", "width") if nd == 2 else ("width",)
+        parts = [f"output_padding_{n}: {o}" for n, o in zip(dims, opad)]
+        parts += [f"stride_{n}: {s}" for n, s in zip(dims, stride)]
+        parts += [f"dilation_{n}: {d}" for n, d in zip(dims, dil)]
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got {' '.join(parts)}")
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+            f"input{list(input.shape)} to have {weight.shape[0]} channels, but got "
+            f"{input.shape[1]} channels instead")
+    cout = weight.shape[1] * groups
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != cout):
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected bias to be "
+            f"1-dimensional with {cout} elements, but got bias of size {list(bias.shape)} "
+            "instead")
+    out_size = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
+                     zip(input.shape[2:], stride, pad, dil, weight.shape[2:], opad))
+    if any(n <= 0 for n in out_size):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, input.shape[2:]))}"
+                           f"). Calculated output size per channel: "
+                           f"({' x '.join(map(str, out_size))}). Output size is too small")
+    kw = {"stride": _lift(stride, 1), "dil": _lift(dil, 1),
+          "pads": _lift(tuple((p, p) for p in pad), (0, 0)), "groups": groups,
+          "out_size": _lift(out_size, 1)}
+    args = (input, weight) if bias is None else (input, weight, bias)
+    return ConvTranspose.apply(*args, **kw)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """1-D transposed convolution; ``weight`` is (in_channels, out_channels / groups, k)."""
+    return _conv_transposend("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """2-D transposed convolution; ``weight`` is (in_channels, out_channels / groups, kh, kw)."""
+    return _conv_transposend("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+METHODS: dict = {}
+FUNCTIONS = {"conv1d": conv1d, "conv2d": conv2d, "conv_transpose1d": conv_transpose1d,
+             "conv_transpose2d": conv_transpose2d}

@@ -1,0 +1,130 @@
+"""Convolutions against torch: values, input/weight/bias grads, errors, double backward."""
+
+import numpy as np
+import pytest
+from oracle import arr, check, check_error, fd_check, gradgrad_check
+
+import ember
+
+
+def F(m):
+    return m.nn.functional
+
+
+CONV2D = [
+    # (x shape, w shape, kwargs)
+    ((2, 3, 7, 6), (4, 3, 3, 3), {}),
+    ((2, 3, 7, 6), (4, 3, 3, 2), {"stride": 2, "padding": 1}),
+    ((1, 4, 9, 8), (6, 2, 3, 3), {"groups": 2, "dilation": 2, "padding": (2, 1)}),
+    ((2, 4, 8, 8), (4, 1, 3, 3), {"groups": 4, "stride": (2, 1)}),
+    ((2, 3, 6, 6), (5, 3, 4, 2), {"padding": "same"}),
+    ((2, 3, 6, 6), (5, 3, 3, 3), {"padding": "same", "dilation": 2}),
+    ((2, 3, 6, 5), (5, 3, 3, 3), {"padding": "valid", "stride": 3}),
+    ((3, 7, 7), (2, 3, 3, 3), {"padding": 1}),
+    ((0, 3, 5, 5), (2, 3, 3, 3), {}),
+]
+
+
+@pytest.mark.parametrize("xs,ws,kw", CONV2D)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv2d(xs, ws, kw, bias):
+    args = [arr(*xs), arr(*ws)] + ([arr(ws[0])] if bias else [])
+    check(lambda m, *a: F(m).conv2d(*a, **kw), *args, atol=1e-4)
+
+
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((2, 3, 10), (4, 3, 3), {}),
+    ((2, 4, 11), (6, 2, 4), {"stride": 2, "padding": 3, "groups": 2, "dilation": 2}),
+    ((3, 9), (2, 3, 4), {"padding": "same"}),
+])
+def test_conv1d(xs, ws, kw):
+    check(lambda m, x, w, b: F(m).conv1d(x, w, b, **kw), arr(*xs), arr(*ws), arr(ws[0]),
+          atol=1e-4)
+
+
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((2, 4, 5, 5), (4, 3, 3, 3), {}),
+    ((2, 4, 5, 4), (4, 3, 3, 2), {"stride": 2, "padding": 1, "output_padding": 1}),
+    ((1, 4, 4, 4), (4, 2, 3, 3), {"stride": (2, 3), "groups": 2, "dilation": 2,
+                                  "output_padding": (1, 2)}),
+    ((4, 3, 3), (4, 2, 2, 2), {"stride": 2, "padding": (1, 0)}),
+])
+def test_conv_transpose2d(xs, ws, kw):
+    check(lambda m, x, w, b: F(m).conv_transpose2d(x, w, b, **kw), arr(*xs), arr(*ws),
+          arr(ws[1] * kw.get("groups", 1)), atol=1e-4)
+
+
+def test_conv_transpose1d():
+    check(lambda m, x, w, b: F(m).conv_transpose1d(x, w, b, stride=3, padding=1),
+          arr(2, 4, 6), arr(4, 3, 3), arr(3), atol=1e-4)
+
+
+def test_noncontiguous_and_grad_fn():
+    x = arr(2, 3, 8, 7)[:, :, ::-1].transpose(0, 1, 3, 2)
+    check(lambda m, x, w: F(m).conv2d(x, w, stride=2), x, arr(4, 3, 3, 3), atol=1e-4)
+    x = ember.randn(1, 2, 5, 5, requires_grad=True)
+    out = ember.nn.functional.conv2d(x, ember.randn(3, 2, 3, 3))
+    assert type(out.grad_fn).__name__ == "ConvolutionBackward0"
+    out = ember.nn.functional.conv_transpose2d(x, ember.randn(2, 3, 3, 3))
+    assert type(out.grad_fn).__name__ == "ConvolutionBackward0"
+
+
+def test_float64_and_dtype():
+    check(lambda m, x, w: F(m).conv2d(x, w, padding=1), arr(1, 2, 4, 4, dtype="float64"),
+          arr(3, 2, 3, 3, dtype="float64"))
+
+
+@pytest.mark.parametrize("kw", [{}, {"stride": 2, "padding": (1, 0), "dilation": (1, 2)},
+                                {"groups": 2, "padding": 1}])
+def test_conv2d_fd_and_gradgrad(kw):
+    x, w, b = arr(2, 2, 5, 5), arr(2, 2 // kw.get("groups", 1), 2, 3), arr(2)
+    fn = lambda x, w, b: ember.nn.functional.conv2d(x, w, b, **kw)  # noqa: E731
+    fd_check(fn, x, w, b)
+    gradgrad_check(fn, x, w, b)
+
+
+def test_conv_transpose_fd_and_gradgrad():
+    fn = lambda x, w, b: ember.nn.functional.conv_transpose2d(  # noqa: E731
+        x, w, b, stride=2, padding=1, output_padding=1)
+    fd_check(fn, arr(1, 2, 3, 3), arr(2, 2, 3, 2), arr(2))
+    gradgrad_check(fn, arr(1, 2, 3, 3), arr(2, 2, 3, 2), arr(2))
+    fn1 = lambda x, w: ember.nn.functional.conv1d(x, w, stride=2, padding=2)  # noqa: E731
+    gradgrad_check(fn1, arr(1, 2, 6), arr(3, 2, 3))
+
+
+@pytest.mark.parametrize("fn,shapes,match", [
+    (lambda m, x, w: F(m).conv2d(x, w), [(2, 5, 8, 8), (4, 3, 3, 3)], "to have 3 channels"),
+    (lambda m, x, w: F(m).conv2d(x, w), [(2, 3, 2, 2), (4, 3, 3, 3)],
+     "Kernel size can't be greater than actual input size"),
+    (lambda m, x, w: F(m).conv2d(x, w, stride=2, padding="same"), [(2, 3, 8, 8), (4, 3, 3, 3)],
+     "padding='same' is not supported for strided convolutions"),
+    (lambda m, x, w: F(m).conv2d(x, w), [(8, 8), (4, 3, 3, 3)],
+     "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [8, 8]"),
+    (lambda m, x, w: F(m).conv2d(x, w, padding="foo"), [(2, 3, 8, 8), (4, 3, 3, 3)],
+     "Invalid padding string: 'foo'"),
+    (lambda m, x, w: F(m).conv2d(x, w, stride=0), [(2, 3, 8, 8), (4, 3, 3, 3)],
+     "non-positive stride is not supported"),
+    (lambda m, x, w: F(m).conv2d(x, w, padding=-1), [(2, 3, 8, 8), (4, 3, 3, 3)],
+     "negative padding is not supported"),
+    (lambda m, x, w: F(m).conv2d(x, w, m.zeros(3)), [(2, 3, 8, 8), (4, 3, 3, 3)],
+     "expected bias to be 1-dimensional with 4 elements"),
+    (lambda m, x, w: F(m).conv_transpose2d(x, w), [(2, 5, 8, 8), (4, 3, 3, 3)],
+     "to have 4 channels, but got 5 channels instead"),
+    (lambda m, x, w: F(m).conv_transpose2d(x, w, stride=2, output_padding=2),
+     [(2, 4, 8, 8), (4, 3, 3, 3)], "output padding must be smaller than either stride or"),
+    (lambda m, x, w: F(m).conv1d(x, w), [(2, 5, 8, 8), (4, 3, 3)],
+     "Expected 2D (unbatched) or 3D (batched) input to conv1d"),
+    (lambda m, x, w: F(m).conv2d(x, w.double()), [(2, 3, 8, 8), (4, 3, 3, 3)],
+     "should be the same"),
+])
+def test_conv_errors(fn, shapes, match):
+    check_error(fn, *[arr(*s) for s in shapes], match=match)
+
+
+def test_conv_speed_shape_sanity():
+    # The CNN's second conv: batch 64, 32 -> 64 channels, 14x14: one GEMM, right shape.
+    x = ember.randn(8, 32, 14, 14)
+    w = ember.randn(64, 32, 3, 3)
+    out = ember.nn.functional.conv2d(x, w, padding=1)
+    assert out.shape == (8, 64, 14, 14)
+    assert np.isfinite(out.numpy()).all()
