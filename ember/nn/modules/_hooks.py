@@ -1,0 +1,219 @@
+"""Module backward hooks: an identity Function around a module's tensor inputs and outputs.
+
+As in torch (``torch/utils/hooks.py``): ``BackwardHookFunction`` wraps the module's inputs and
+outputs; a post-hook on the outputs' node captures ``grad_output`` (and runs the backward
+pre-hooks), a post-hook on the inputs' node sees ``grad_input`` and runs the full backward hooks.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ember._tensor import Tensor
+from ember.autograd.function import Function
+from ember.autograd.grad_mode import STATE
+
+
+class BackwardHookFunction(Function):
+    """Identity on any number of tensors; its node is ``BackwardHookFunctionBackward``."""
+
+    @staticmethod
+    def forward(ctx, *args):
+        outs = tuple(a.detach() for a in args)
+        ctx.mark_non_differentiable(*[o for o, a in zip(outs, args) if not a.requires_grad])
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad))
+
+
+def _pack_with_none(indices, values, size: int) -> tuple:
+    res = [None] * size
+    for idx, val in zip(indices, values):
+        res[idx] = val
+    return tuple(res)
+
+
+class BackwardHook:
+    """Links the gradients captured at a module's outputs with those at its inputs."""
+
+    def __init__(self, module, user_hooks: list, user_pre_hooks: list) -> None:
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.module = module
+        self.grad_outputs = None
+        self.n_outputs = -1
+        self.output_tensors_index = None
+        self.n_inputs = -1
+        self.input_tensors_index = None
+
+    def _set_user_hook(self, grad_fn) -> None:
+        def hook(grad_input, _):
+            if self.grad_outputs is None:
+                # The gradient reached the inputs without passing through the outputs
+                # (e.g. a double backward): nothing to report.
+                return None
+            res = _pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+            for user_hook in self.user_hooks:
+                out = user_hook(self.module, res, self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != len(res):
+                    raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                       f"got {len(out)}, but expected {len(res)}")
+                res = out
+            self.grad_outputs = None
+            return tuple(res[i] for i in self.input_tensors_index)
+
+        grad_fn.register_hook(hook)
+
+    def _apply_on_tensors(self, fn, args):
+        tensors_idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        tensors = [args[i] for i in tensors_idx]
+        if not (STATE.enabled and any(t.requires_grad for t in tensors)):
+            return args, None
+        new_tensors = BackwardHookFunction.apply(*tensors)
+        grad_fns = [t.grad_fn for t in new_tensors if t.grad_fn is not None
+                    and t.grad_fn.name() == "BackwardHookFunctionBackward"]
+        fn(grad_fns[0])
+        arg_list = list(args)
+        for idx, val in zip(tensors_idx, new_tensors):
+            arg_list[idx] = val
+        out = tuple(arg_list) if type(args) is tuple else type(args)(*arg_list)
+        return out, tensors_idx
+
+    def setup_input_hook(self, args):
+        res, input_idx = self._apply_on_tensors(self._set_user_hook, args)
+        self.n_inputs = len(args)
+        self.input_tensors_index = input_idx
+        return res
+
+    def _output_hook(self, _, grad_output):
+        self.grad_outputs = _pack_with_none(self.output_tensors_index, grad_output,
+                                            self.n_outputs)
+        if self.user_pre_hooks:
+            expected = len(self.grad_outputs)
+            for pre_hook in self.user_pre_hooks:
+                new = pre_hook(self.module, self.grad_outputs)
+                if new is None:
+                    continue
+                if len(new) != expected:
+                    raise RuntimeError("Backward pre hook returned an invalid number of "
+                                       f"grad_output, got {len(new)}, but expected {expected}")
+                self.grad_outputs = new
+        local_grad_outputs = self.grad_outputs
+        if self.input_tensors_index is None:
+            warnings.warn("Full backward hook is firing when gradients are computed with "
+                          "respect to module outputs since no inputs require gradients. See "
+                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.register_full_backward_hook for more details.",
+                          stacklevel=5)
+            grad_inputs = _pack_with_none([], [], self.n_inputs)
+            for user_hook in self.user_hooks:
+                res = user_hook(self.module, grad_inputs, self.grad_outputs)
+                if res is not None and not (isinstance(res, tuple)
+                                            and all(el is None for el in res)):
+                    raise RuntimeError("Backward hook for Modules where no input requires "
+                                       "gradient should always return None or None for all "
+                                       "gradients.")
+            self.grad_outputs = None
+        if local_grad_outputs is not None:
+            return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
+        return None
+
+    def setup_output_hook(self, args):
+        is_tuple = isinstance(args, tuple)
+        if not is_tuple:
+            args = (args,)
+        res, output_idx = self._apply_on_tensors(
+            lambda grad_fn: grad_fn.register_hook(self._output_hook), args)
+        self.n_outputs = len(args)
+        self.output_tensors_index = output_idx
+        return res if is_tuple else res[0]
+
+
+def call_with_hooks(module, forward_call, args, kwargs):
+    """``Module.__call__`` when the module has hooks: torch's ``_call_impl`` order."""
+    result = None
+    called_always = set()
+
+    def inner():
+        nonlocal result, args, kwargs
+        full_hooks, non_full_hooks, pre_hooks = [], [], []
+        if module._backward_pre_hooks:
+            pre_hooks = list(module._backward_pre_hooks.values())
+        if module._backward_hooks:
+            if module._is_full_backward_hook:
+                full_hooks = list(module._backward_hooks.values())
+            else:
+                non_full_hooks = list(module._backward_hooks.values())
+        for hook_id, hook in tuple(module._forward_pre_hooks.items()):
+            if hook_id in module._forward_pre_hooks_with_kwargs:
+                out = hook(module, args, kwargs)
+                if out is not None:
+                    if isinstance(out, tuple) and len(out) == 2:
+                        args, kwargs = out
+                    else:
+                        raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {out}.")
+            else:
+                out = hook(module, args)
+                if out is not None:
+                    args = out if isinstance(out, tuple) else (out,)
+        bw_hook = None
+        if full_hooks or pre_hooks:
+            bw_hook = BackwardHook(module, full_hooks, pre_hooks)
+            args = bw_hook.setup_input_hook(args)
+        result = forward_call(*args, **kwargs)
+        for hook_id, hook in tuple(module._forward_hooks.items()):
+            if hook_id in module._forward_hooks_always_called:
+                called_always.add(hook_id)
+            if hook_id in module._forward_hooks_with_kwargs:
+                out = hook(module, args, kwargs, result)
+            else:
+                out = hook(module, args, result)
+            if out is not None:
+                result = out
+        if bw_hook:
+            if not isinstance(result, Tensor | tuple):
+                warnings.warn("For backward hooks to be called, module output should be a "
+                              "Tensor or a tuple of Tensors but received "
+                              f"{type(result)}", stacklevel=2)
+            result = bw_hook.setup_output_hook(result)
+        if non_full_hooks:
+            var = result
+            while not isinstance(var, Tensor):
+                var = next(v for v in var.values() if isinstance(v, Tensor)) \
+                    if isinstance(var, dict) else var[0]
+            if var.grad_fn is not None:
+                for hook in non_full_hooks:
+                    var.grad_fn.register_hook(_module_hook(hook, module))
+        return result
+
+    try:
+        return inner()
+    except Exception:
+        for hook_id, hook in tuple(module._forward_hooks.items()):
+            if hook_id in module._forward_hooks_always_called and hook_id not in called_always:
+                try:
+                    if hook_id in module._forward_hooks_with_kwargs:
+                        out = hook(module, args, kwargs, result)
+                    else:
+                        out = hook(module, args, result)
+                    if out is not None:
+                        result = out
+                except Exception as e:  # noqa: BLE001 - torch silences it, then re-raises
+                    warnings.warn("forward hook with ``always_call=True`` raised an exception "
+                                  "that was silenced as another error was raised in forward: "
+                                  f"{e}", stacklevel=2)
+        raise
+
+
+def _module_hook(hook, module):
+    """A node post-hook that calls a legacy ``register_backward_hook`` hook with the module."""
+
+    def wrapped(grad_input, grad_output):
+        return hook(module, grad_input, grad_output)
+
+    return wrapped
