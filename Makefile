@@ -2,7 +2,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test venv lint quickstart bench clean
+.PHONY: test venv lint quickstart data bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,20 @@ lint: venv
 
 test: venv lint
 	$(BIN)/python -m pytest -n 2 tests
+
+# Fashion-MNIST from Debian's package where apt is available; ember's download=True falls back
+# to $EMBER_DATASETS and the official mirrors otherwise.
+data:
+	@if [ ! -d /usr/share/datasets/fashion-mnist ] && command -v apt-get >/dev/null; then \
+		(apt-get install -y -q dataset-fashion-mnist || \
+		 (apt-get update -q && apt-get install -y -q dataset-fashion-mnist)) || \
+		echo "apt could not install dataset-fashion-mnist; ember will try the mirrors"; \
+	fi
+
+quickstart: data
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q -e .
+	$(BIN)/python -m ember.examples.quickstart $(ARGS)
 
 bench: venv
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m bench

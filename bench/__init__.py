@@ -1,0 +1,1 @@
+"""ember vs torch benchmarks: `make bench` or `python -m bench`."""

@@ -1,0 +1,67 @@
+"""Run every workload in ember and in torch (one thread each) and print time ratios.
+
+    OPENBLAS_NUM_THREADS=1 python -m bench [--repeat N] [--only SUBSTRING]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before NumPy loads BLAS
+
+import torch  # noqa: E402
+
+import ember  # noqa: E402
+from bench.workloads import WORKLOADS  # noqa: E402
+
+
+def best_time(step, repeat: int, min_time: float = 0.2) -> float:
+    """Best per-call time over ``repeat`` rounds, each long enough to time reliably."""
+    step()
+    step()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        if time.perf_counter() - t0 >= min_time / 4 or n >= 1024:
+            break
+        n *= 2
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
+
+
+def main(argv=None) -> list:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--only", default="")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    rows = []
+    print(f"{'workload':<34} {'ember':>11} {'torch':>11} {'ratio':>7} {'target':>7}")
+    for name, factory, per, target in WORKLOADS:
+        if args.only not in name:
+            continue
+        ember.manual_seed(0)
+        torch.manual_seed(0)
+        te = best_time(factory(ember), args.repeat) / per
+        tt = best_time(factory(torch), args.repeat) / per
+        ratio = te / tt
+        unit, scale = ("us", 1e6) if te < 1e-3 else ("ms", 1e3)
+        ok = "ok" if ratio <= target else "MISS"
+        print(f"{name:<34} {te * scale:>8.2f} {unit} {tt * scale:>8.2f} {unit} {ratio:>7.2f} "
+              f"{'<= ' + str(target):>7} {ok}")
+        rows.append((name, te, tt, ratio, target))
+    return rows
+
+
+if __name__ == "__main__":
+    main()

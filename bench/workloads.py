@@ -1,0 +1,103 @@
+"""The benchmark workloads, each written once against the torch API (``lib`` is ember or torch).
+
+Each factory builds its model and data, and returns a zero-argument ``step`` to time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _data(lib, *shape, seed=0):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def _labels(lib, n, classes=10):
+    return lib.tensor(np.random.default_rng(1).integers(0, classes, n))
+
+
+def mlp_train(lib):
+    """The quickstart MLP: one SGD training step on a batch of 64 28x28 images."""
+    nn = lib.nn
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512),
+                          nn.ReLU(), nn.Linear(512, 10))
+    opt = lib.optim.SGD(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = _data(lib, 64, 1, 28, 28), _labels(lib, 64)
+
+    def step():
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def cnn_train(lib):
+    """The modules note's CNN: one Adam training step on a batch of 64."""
+    nn = lib.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Dropout(0.25), nn.Linear(512, 10))
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = _data(lib, 64, 1, 28, 28), _labels(lib, 64)
+
+    def step():
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def op_chain(lib):
+    """200 elementwise ops on 16-element tensors plus backward: per-op overhead."""
+    x = _data(lib, 16).requires_grad_()
+
+    def step():
+        y = x
+        for _ in range(50):
+            y = (y * 1.01 + 0.5).tanh() - x
+        y.sum().backward()
+    return step
+
+
+def matmul_train(lib):
+    """A two-layer 256x1024x1024 matmul training step: time should be spent in BLAS."""
+    w1 = (_data(lib, 1024, 1024, seed=2) * 0.03).requires_grad_()
+    w2 = (_data(lib, 1024, 1024, seed=3) * 0.03).requires_grad_()
+    x = _data(lib, 256, 1024)
+
+    def step():
+        loss = (x.mm(w1).relu().mm(w2) ** 2).mean()
+        loss.backward()
+        with lib.no_grad():
+            for w in (w1, w2):
+                w -= 1e-3 * w.grad
+                w.grad = None
+    return step
+
+
+def mlp_inference(lib):
+    """The quickstart MLP forward pass on a batch of 1024, under no_grad."""
+    nn = lib.nn
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512),
+                          nn.ReLU(), nn.Linear(512, 10)).eval()
+    x = _data(lib, 1024, 1, 28, 28)
+
+    def step():
+        with lib.no_grad():
+            model(x)
+    return step
+
+
+# name, factory, per-op divisor (op_chain reports time per op), target ratio from issue #6
+WORKLOADS = [
+    ("MLP train step (batch 64)", mlp_train, 1, 1.5),
+    ("CNN train step, Adam (batch 64)", cnn_train, 1, 2.5),
+    ("op chain, per op (16 elems)", op_chain, 200, 4.0),
+    ("matmul 256x1024x1024 train step", matmul_train, 1, 1.2),
+    ("MLP inference (batch 1024)", mlp_inference, 1, 1.5),
+]
