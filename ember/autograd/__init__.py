@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ember.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.autograd.engine import run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable
 from ember.autograd.grad_mode import (
@@ -11,6 +12,7 @@ from ember.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 
 def _seq(x) -> tuple:
@@ -77,6 +79,8 @@ class Variable:
 
 
 __all__ = [
-    "Function", "FunctionCtx", "Variable", "backward", "enable_grad", "grad", "inference_mode",
-    "is_grad_enabled", "no_grad", "once_differentiable", "set_grad_enabled",
+    "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "detect_anomaly",
+    "enable_grad", "grad", "gradcheck", "gradgradcheck", "inference_mode",
+    "is_grad_enabled", "no_grad",
+    "once_differentiable", "set_detect_anomaly", "set_grad_enabled",
 ]

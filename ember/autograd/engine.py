@@ -12,6 +12,7 @@ import heapq
 from collections.abc import Sequence
 
 from ember.autograd import graph
+from ember.autograd.anomaly_mode import warn_forward_trace
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import AccumulateGrad, grad_accumulator
 
@@ -45,7 +46,8 @@ def _make_root_grads(tensors, grads):
                     f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
                     f"output[{i}] has a shape of {t.shape}."
                 )
-            g = g._alias()  # a new handle, so the caller's tensor is never stored as .grad
+            if not g._rg:  # a new handle, so the caller's tensor is never stored as .grad
+                g = g._alias()
         out.append(g)
     return out
 
@@ -111,7 +113,12 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                 if capture:
                     _capture(node, buf, capture, results)
                 if runs is None or node in runs:
-                    outs = _run_node(node, buf)
+                    try:
+                        outs = _run_node(node, buf)
+                    except Exception:
+                        if graph.ANOMALY[0]:
+                            warn_forward_trace(node)
+                        raise
                     if not retain_graph:
                         node._release()
             del buf
@@ -221,7 +228,7 @@ def _run_node(node, grads: list) -> tuple:
         outs = (None,) * len(node.next_functions)
     else:
         outs = node._call(grads)
-    if graph.ANOMALY[0]:
+    if graph.ANOMALY[0] and graph.ANOMALY[1]:
         _check_nan(node, outs)
     if node._post_hooks:
         for fn in tuple(node._post_hooks.values()):
@@ -236,11 +243,5 @@ def _check_nan(node, outs) -> None:
 
     for i, g in enumerate(outs):
         if g is not None and g.dtype.is_floating_point and np.isnan(g._data).any():
-            if node._anomaly:
-                import sys
-
-                sys.stderr.write("Traceback of forward call that caused the error:\n"
-                                 + "".join(node._anomaly))
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
                                "output.")
-

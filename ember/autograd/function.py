@@ -10,9 +10,9 @@ on ember Tensors so that it is itself differentiable.
 from __future__ import annotations
 
 import functools
-import traceback
 
 from ember.autograd import graph
+from ember.autograd.anomaly_mode import forward_stack
 from ember.autograd.grad_mode import STATE, no_grad
 from ember.autograd.graph import FREED, OUT, Node, grad_accumulator
 
@@ -138,7 +138,7 @@ class Function(metaclass=FunctionMeta):
             node._saved = _save(node.to_save, outs)
             node._shapes = tuple(t.shape for t in tensors)  # user grads are checked/summed
             if graph.ANOMALY[0]:
-                node._anomaly = traceback.format_stack()
+                node._anomaly = forward_stack()
         else:
             node._saved = _save(node.to_save, outs)
         del node.to_save
@@ -290,7 +290,7 @@ class Op(Function):
             if shapes.count(shapes[0]) != len(shapes):
                 node._shapes = shapes
         if graph.ANOMALY[0]:
-            node._anomaly = traceback.format_stack()
+            node._anomaly = forward_stack()
         if type(out) is tuple:
             node._out_meta = [(o.shape, o.dtype) for o in out]
             return tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)

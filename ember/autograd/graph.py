@@ -16,7 +16,7 @@ next_seq = _seq.__next__
 
 FREED = object()  # marks saved tensors released after backward
 OUT = object()  # marks a saved entry that is one of the node's own outputs
-ANOMALY = [False]  # detect_anomaly's switch, global as in torch
+ANOMALY = [False, True]  # detect_anomaly's switch and its check_nan, global as in torch
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
