@@ -1,0 +1,84 @@
+"""Smoke tests of examples/ (each under 30 s) and of the quickstart, asserting key outputs."""
+
+import contextlib
+import io
+import os
+import re
+import runpy
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_example(name: str) -> str:
+    buf = io.StringIO()
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(buf):
+        runpy.run_path(os.path.join(ROOT, "examples", name), run_name="__main__")
+    assert time.perf_counter() - t0 < 30
+    return buf.getvalue()
+
+
+def test_autograd_tour():
+    out = run_example("autograd_tour.py")
+    assert "e.grad_fn: MulBackward0 -> ['AddBackward0', 'MulBackward0']" in out
+    assert "de/da = 6.0 de/db = 16.0 de/dc = 6.0" in out
+    assert "x.grad with gradient=[1, 0.1, 0.01]: [2.0, 0.4000000059604645, 0.05999999865889549]" \
+        in out
+    assert "d/dx x^3 at 3 = 27.0 | d2/dx2 = 18.0" in out
+    assert "under no_grad: requires_grad = False grad_fn = None" in out
+
+
+def test_hooks_tour_order_matches_torch():
+    out = run_example("hooks_tour.py")
+    order = re.findall(r"\d\. (.+)", out)
+    assert order == ["tensor hook on y", "pre-hook of MulBackward0", "post-hook of MulBackward0",
+                     "tensor hook on leaf x", "post-accumulate hook on x"]
+    assert out.count("layer") >= 12
+
+
+def test_custom_function():
+    out = run_example("custom_function.py")
+    assert "grad_fn: MyReLUBackward" in out
+    assert "gradcheck MyReLU: True" in out and "gradgradcheck Cube: True" in out
+    assert "gradcheck caught the wrong backward" in out
+
+
+def test_clipping_accumulation():
+    out = run_example("clipping_accumulation.py")
+    norms = [float(v) for v in re.findall(r"norm[^:]*:\s+([\d.]+)", out)]
+    assert abs(norms[0] - norms[1]) < 1e-5 and abs(norms[2] - 0.5) < 1e-4
+    diff = float(re.search(r"difference after the update: ([\d.e+-]+)", out).group(1))
+    assert diff < 1e-6
+
+
+def test_checkpointing():
+    out = run_example("checkpointing.py")
+    plain = int(re.search(r"plain:\s+(\d+)", out).group(1))
+    ckpt = int(re.search(r"checkpointed:\s*(\d+)", out).group(1))
+    assert ckpt < plain and "same gradients: True" in out
+
+
+def test_freezing():
+    out = run_example("freezing.py")
+    assert "trainable parameters: ['1.weight', '1.bias']" in out
+    assert "backbone grad: None" in out and "backbone unchanged: True" in out
+
+
+@pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist")
+                    and not os.environ.get("EMBER_DATASETS"), reason="no Fashion-MNIST here")
+def test_quickstart_smoke(tmp_path):
+    from ember.examples import quickstart
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        acc = quickstart.main(["--epochs", "1", "--limit", "2000", "--data-root",
+                               str(tmp_path / "data"), "--save", str(tmp_path / "m.pth"),
+                               "--seed", "0", "--lr", "0.05"])
+    out = buf.getvalue()
+    assert "NeuralNetwork(" in out and "loss: " in out and "[   64/ 2000]" in out
+    assert re.search(r"Test Error: \n Accuracy: [\d.]+%, Avg loss: [\d.]+ \n", out)
+    assert re.search(r'Predicted: "[^"]+", Actual: "Ankle boot"', out)
+    assert acc > 0.3
