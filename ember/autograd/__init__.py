@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ember.autograd import functional, graph
 from ember.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.autograd.engine import run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable
@@ -80,7 +81,7 @@ class Variable:
 
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "detect_anomaly",
-    "enable_grad", "grad", "gradcheck", "gradgradcheck", "inference_mode",
+    "enable_grad", "functional", "grad", "graph", "gradcheck", "gradgradcheck", "inference_mode",
     "is_grad_enabled", "no_grad",
     "once_differentiable", "set_detect_anomaly", "set_grad_enabled",
 ]
