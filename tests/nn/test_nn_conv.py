@@ -62,10 +62,10 @@ def test_conv_transpose1d():
 def test_noncontiguous_and_grad_fn():
     x = arr(2, 3, 8, 7)[:, :, ::-1].transpose(0, 1, 3, 2)
     check(lambda m, x, w: F(m).conv2d(x, w, stride=2), x, arr(4, 3, 3, 3), atol=1e-4)
-    x = ember.randn(1, 2, 5, 5, requires_grad=True)
-    out = ember.nn.functional.conv2d(x, ember.randn(3, 2, 3, 3))
+    x = ember.tensor(arr(1, 2, 5, 5), requires_grad=True)
+    out = ember.nn.functional.conv2d(x, ember.tensor(arr(3, 2, 3, 3)))
     assert type(out.grad_fn).__name__ == "ConvolutionBackward0"
-    out = ember.nn.functional.conv_transpose2d(x, ember.randn(2, 3, 3, 3))
+    out = ember.nn.functional.conv_transpose2d(x, ember.tensor(arr(2, 3, 3, 3)))
     assert type(out.grad_fn).__name__ == "ConvolutionBackward0"
 
 
@@ -123,8 +123,8 @@ def test_conv_errors(fn, shapes, match):
 
 def test_conv_speed_shape_sanity():
     # The CNN's second conv: batch 64, 32 -> 64 channels, 14x14: one GEMM, right shape.
-    x = ember.randn(8, 32, 14, 14)
-    w = ember.randn(64, 32, 3, 3)
+    x = ember.tensor(arr(8, 32, 14, 14))
+    w = ember.tensor(arr(64, 32, 3, 3))
     out = ember.nn.functional.conv2d(x, w, padding=1)
     assert out.shape == (8, 64, 14, 14)
     assert np.isfinite(out.numpy()).all()

@@ -1,0 +1,108 @@
+"""Fused normalization: batch norm, layer norm, group norm.
+
+One forward on arrays computes the statistics and the affine output; backward is written with
+ember ops. With ``create_graph`` the statistics are recomputed from the saved input with ember
+ops so second derivatives see their dependence on the input; a plain backward uses the saved
+statistics as constants (fewer passes over the data).
+
+Geometry kwargs (all on the input's shape): ``gshape`` reshapes the input so that ``sdims`` are
+the dims each statistic runs over (group norm views (N, G, -1)); ``ashape`` is the affine
+parameters' broadcast shape; ``pdims`` the dims their gradients sum over.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember._tensor import Tensor
+from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
+
+
+def _stats(xg: np.ndarray, sdims: tuple, eps: float):
+    mean = xg.mean(axis=sdims, keepdims=True)
+    xc = xg - mean
+    var = np.mean(np.square(xc), axis=sdims, keepdims=True)
+    invstd = 1.0 / np.sqrt(var + np.asarray(eps, dtype=xg.dtype))
+    return xc, mean, var, invstd
+
+
+def _psum(t: Tensor, dims: tuple) -> Tensor:
+    return t.sum(dims) if dims else t
+
+
+class _Norm(Op):
+    """Shared forward/backward; subclasses only carry torch's node names."""
+
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, w, b, geom=None, eps=1e-5, stats=None):
+        gshape, sdims, ashape, _ = geom
+        xg = x.reshape(gshape) if gshape else x
+        if stats is None:
+            xc, mean, var, invstd = _stats(xg, sdims, eps)
+            y = xc * invstd
+        else:  # batch norm in eval mode: the running statistics are constants
+            mean, var = stats
+            invstd = 1.0 / np.sqrt(var + np.asarray(eps, dtype=x.dtype))
+            y = (xg - mean) * invstd
+        y = y.reshape(x.shape)
+        y *= w.reshape(ashape)
+        y += b.reshape(ashape)
+        ctx.geom, ctx.eps, ctx.fixed = geom, eps, stats is not None
+        ctx.mean, ctx.invstd = mean, invstd
+        return y, mean.reshape(-1), var.reshape(-1)
+
+    @staticmethod
+    def backward(ctx, g, _gm=None, _gv=None):
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gshape, sdims, ashape, pdims = ctx.geom
+        xg = x.reshape(gshape) if gshape else x
+        if STATE.enabled and not ctx.fixed:
+            mean = xg.mean(sdims, keepdim=True)
+            xc = xg - mean
+            invstd = ((xc * xc).mean(sdims, keepdim=True) + ctx.eps) ** -0.5
+        else:
+            mean, invstd = Tensor._make(ctx.mean), Tensor._make(ctx.invstd)
+            xc = xg - mean
+        xhat = (xc * invstd).reshape(x.shape)
+        gw = _psum(g * xhat, pdims).reshape(w.shape) if need[1] else None
+        gb = _psum(g, pdims).reshape(w.shape) if need[2] else None
+        gx = None
+        if need[0]:
+            gh = g * w.reshape(ashape)
+            if ctx.fixed:
+                gx = gh * invstd.reshape(ashape)
+            else:
+                gh = gh.reshape(gshape) if gshape else gh
+                xh = xhat.reshape(gshape) if gshape else xhat
+                gx = invstd * (gh - gh.mean(sdims, keepdim=True)
+                               - xh * (gh * xh).mean(sdims, keepdim=True))
+                gx = gx.reshape(x.shape)
+        return gx, gw, gb
+
+
+class NativeBatchNorm(_Norm):
+    node_name = "NativeBatchNormBackward0"
+
+
+class NativeLayerNorm(_Norm):
+    node_name = "NativeLayerNormBackward0"
+
+
+class NativeGroupNorm(_Norm):
+    node_name = "NativeGroupNormBackward0"
+
+
+def norm_apply(op, x: Tensor, weight, bias, geom: tuple, eps: float, pshape: tuple,
+               stats=None):
+    """Call a norm primitive; missing affine parameters (of shape ``pshape``) act as ones and
+    zeros. Returns (y, mean, biased var), the statistics flat."""
+    shape = tuple(pshape)
+    if weight is None:
+        weight = Tensor._make(np.ones(shape, dtype=x._data.dtype))
+    if bias is None:
+        bias = Tensor._make(np.zeros(shape, dtype=x._data.dtype))
+    return op.apply(x, weight, bias, geom=geom, eps=eps, stats=stats)

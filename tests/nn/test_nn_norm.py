@@ -1,0 +1,107 @@
+"""BatchNorm / LayerNorm / GroupNorm against torch: outputs, grads, running stats, errors."""
+
+import numpy as np
+import pytest
+from oracle import arr, check, check_error, fd_check, gradgrad_check, positive
+
+import ember
+
+
+def F(m):
+    return m.nn.functional
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (4, 3, 5), (2, 3, 4, 5)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_train(shape, affine):
+    c = shape[1]
+    rm, rv = arr(c), positive(c)
+    stats = {}
+
+    def fn(m, x, w, b):
+        r = (m.tensor(rm), m.tensor(rv))
+        stats[m.__name__] = r
+        return F(m).batch_norm(x, *r, w if affine else None, b if affine else None,
+                               training=True, momentum=0.3, eps=1e-3)
+
+    check(fn, arr(*shape), arr(c), arr(c), atol=1e-4)
+    for e, t in zip(stats["ember"], stats["torch"]):
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 4, 5)])
+def test_batch_norm_eval(shape):
+    c = shape[1]
+    rm, rv = arr(c), positive(c)
+    check(lambda m, x, w, b: F(m).batch_norm(x, m.tensor(rm), m.tensor(rv), w, b),
+          arr(*shape), arr(c), arr(c), atol=1e-4)
+
+
+def test_batch_norm_no_running_stats():
+    check(lambda m, x: F(m).batch_norm(x, None, None, training=True), arr(5, 2, 3))
+
+
+def test_layer_norm():
+    check(lambda m, x, w, b: F(m).layer_norm(x, (4,), w, b), arr(2, 3, 4), arr(4), arr(4),
+          atol=1e-4)
+    check(lambda m, x, w, b: F(m).layer_norm(x, (3, 4), w, b, eps=1e-2), arr(2, 3, 4),
+          arr(3, 4), arr(3, 4), atol=1e-4)
+    check(lambda m, x: F(m).layer_norm(x, [3, 4]), arr(3, 4), atol=1e-4)
+    check(lambda m, x, b: F(m).layer_norm(x, (4,), bias=b), arr(5, 4), arr(4), atol=1e-4)
+
+
+@pytest.mark.parametrize("shape,g", [((2, 6, 5), 3), ((2, 4, 3, 3), 2), ((3, 4), 4),
+                                     ((0, 4, 2), 2)])
+def test_group_norm(shape, g):
+    check(lambda m, x, w, b: F(m).group_norm(x, g, w, b), arr(*shape), arr(shape[1]),
+          arr(shape[1]), atol=1e-4)
+
+
+def test_norm_grad_fn_names():
+    x = ember.tensor(arr(4, 3, 2), requires_grad=True)
+    f = ember.nn.functional
+    names = [type(o.grad_fn).__name__ for o in (
+        f.batch_norm(x, None, None, training=True), f.layer_norm(x, (2,)), f.group_norm(x, 3))]
+    assert names == ["NativeBatchNormBackward0", "NativeLayerNormBackward0",
+                     "NativeGroupNormBackward0"]
+
+
+FNS = [
+    lambda x, w, b: ember.nn.functional.batch_norm(x, None, None, w, b, training=True),
+    lambda x, w, b: ember.nn.functional.batch_norm(
+        x, ember.tensor([0.1, -0.2], dtype=ember.float64),
+        ember.tensor([0.5, 2.0], dtype=ember.float64), w, b),
+    lambda x, w, b: ember.nn.functional.group_norm(x, 1, w, b),
+]
+
+
+@pytest.mark.parametrize("fn", FNS)
+def test_norm_fd_gradgrad(fn):
+    x, w, b = arr(3, 2, 2), arr(2), arr(2)
+    fd_check(fn, x, w, b)
+    gradgrad_check(fn, x, w, b)
+
+
+def test_layer_norm_fd_gradgrad():
+    fn = lambda x, w, b: ember.nn.functional.layer_norm(x, (3,), w, b)  # noqa: E731
+    fd_check(fn, arr(2, 3), arr(3), arr(3))
+    gradgrad_check(fn, arr(2, 3), arr(3), arr(3))
+
+
+@pytest.mark.parametrize("fn,shape,match", [
+    (lambda m, x: F(m).batch_norm(x, None, None), (2, 3), "running_mean must be defined"),
+    (lambda m, x: F(m).batch_norm(x, m.zeros(4), m.ones(4)), (2, 3),
+     "running_mean should contain 3 elements not 4"),
+    (lambda m, x: F(m).batch_norm(x, None, None, training=True), (1, 3),
+     "Expected more than 1 value per channel when training, got input size"),
+    (lambda m, x: F(m).layer_norm(x, (3,)), (2, 3, 4),
+     "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size"),
+    (lambda m, x: F(m).group_norm(x, 2), (2, 3, 4),
+     "Expected number of channels in input to be divisible by num_groups"),
+    (lambda m, x: F(m).layer_norm(x, (4,), m.ones(3)), (2, 3, 4),
+     "Expected weight to be of same shape as normalized_shape"),
+    (lambda m, x: F(m).group_norm(x, 3, m.ones(2)), (2, 3, 4),
+     "Expected weight to be a vector of size equal to the number of channels"),
+])
+def test_norm_errors(fn, shape, match):
+    check_error(fn, arr(*shape), match=match)
