@@ -237,3 +237,81 @@ class AdaptiveAvgPool2d(Op):
     def backward(ctx, g):
         ah, aw = (Tensor._make(m) for m in ctx.mats)
         return ah.t().matmul(g).matmul(aw)
+
+
+# --- separable linear resampling: interpolation and non-constant padding -----------------
+
+
+def _apply_mats(x: np.ndarray, mats: tuple) -> np.ndarray:
+    """Multiply each of the trailing ``len(mats)`` dims of ``x`` by its (out, in) matrix."""
+    k = len(mats)
+    for i, m in enumerate(mats):
+        d = x.ndim - k + i
+        if m is None:
+            continue
+        if d == x.ndim - 1:
+            x = np.matmul(x, m.T)
+        elif d == x.ndim - 2:
+            x = np.matmul(m, x)
+        else:
+            x = np.moveaxis(np.tensordot(m, x, axes=(1, d)), 0, d)
+    return np.ascontiguousarray(x)
+
+
+class Resample(Op):
+    """A linear map applied along trailing dims by (out, in) matrices (gathers, blends)."""
+
+    node_name = "ResampleBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mats=()):
+        ctx.mats = mats
+        return _apply_mats(x, tuple(m.astype(x.dtype, copy=False) if m is not None else None
+                                    for m in mats))
+
+    @staticmethod
+    def backward(ctx, g):
+        return ResampleAdjoint.apply(g, mats=tuple(None if m is None else m.T
+                                                   for m in ctx.mats))
+
+
+class ResampleAdjoint(Resample):
+    node_name = "ResampleBackwardBackward0"
+
+
+def resample_op(node_name: str) -> type:
+    """The ``Resample`` primitive under torch's node name for one pad / upsample kind."""
+    if node_name not in _RESAMPLE:
+        _RESAMPLE[node_name] = type(node_name.removesuffix("Backward0"), (Resample,),
+                                    {"node_name": node_name, "__module__": __name__})
+    return _RESAMPLE[node_name]
+
+
+_RESAMPLE: dict = {}
+
+
+def gather_matrix(idx: np.ndarray, n: int) -> np.ndarray:
+    """The 0/1 (len(idx), n) matrix that picks ``idx`` out of a length-``n`` dim."""
+    m = np.zeros((len(idx), n))
+    m[np.arange(len(idx)), idx] = 1.0
+    return m
+
+
+class ConstantPadNd(Op):
+    """Constant padding; negative amounts crop. Backward crops (pads by the negation)."""
+
+    node_name = "ConstantPadNdBackward0"
+
+    @staticmethod
+    def forward(ctx, x, pads=(), value=0):
+        ctx.pads = pads
+        crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pads, x.shape))
+        grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pads]
+        x = x[crop]
+        if not any(a or b for a, b in grow):
+            return x.copy()
+        return np.pad(x, grow, constant_values=np.asarray(value, dtype=x.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        return ConstantPadNd.apply(g, pads=tuple((-lo, -hi) for lo, hi in ctx.pads))
