@@ -1,8 +1,10 @@
-"""Indexing: ``x[key]`` and ``x[key] = value``.
+"""``x[key]`` and ``x[key] = value``, with torch's semantics.
 
-Basic indexing (ints, slices, None, Ellipsis) is a chain of views, one op per indexed dim as in
-torch (SelectBackward0, SliceBackward0, UnsqueezeBackward0). Integer-tensor and boolean-mask
-indexing copies (IndexBackward0); its gradient scatters back with accumulation.
+A key is parsed the way torch does it: ints, slices and None become a chain of views, one op per
+indexed dim (SelectBackward0, SliceBackward0, UnsqueezeBackward0), applied first; then integer
+tensors and boolean masks (masks become their nonzero() coordinates) index the resulting view in
+one copying op (IndexBackward0), with NumPy's rules for where the indexed dims land. Because ints
+are applied first, ``x[:, 0, :, [1, 2]]`` has torch's shape, not NumPy's.
 """
 
 from __future__ import annotations
@@ -12,6 +14,17 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops.shape import Alias, Unsqueeze
+
+_ZERO_DIM = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+
+
+def _np_steps(a: np.ndarray, steps: tuple) -> np.ndarray:
+    """Apply parsed basic steps (select / slice / unsqueeze) to an array: always a view."""
+    for kind, dim, arg in steps:
+        a = np.expand_dims(a, dim) if kind == 2 else a[(slice(None),) * dim + (arg, Ellipsis)]
+    return a
 
 
 class Select(Op):
@@ -21,12 +34,11 @@ class Select(Op):
     @staticmethod
     def forward(ctx, x, dim=0, index=0):
         ctx.shape, ctx.dim, ctx.index = x.shape, dim, index
-        return x[(slice(None),) * dim + (index,)]
+        return x[(slice(None),) * dim + (index, Ellipsis)]  # Ellipsis: a 0-d view, not a scalar
 
     @staticmethod
     def backward(ctx, g):
-        key = (slice(None),) * ctx.dim + (ctx.index,)
-        return IndexGrad.apply(g, key=key, shape=ctx.shape)
+        return IndexGrad.apply(g, key=(((0, ctx.dim, ctx.index),), None), shape=ctx.shape)
 
 
 class Slice(Op):
@@ -40,21 +52,23 @@ class Slice(Op):
 
     @staticmethod
     def backward(ctx, g):
-        key = (slice(None),) * ctx.dim + (ctx.sl,)
-        return IndexGrad.apply(g, key=key, shape=ctx.shape)
+        return IndexGrad.apply(g, key=(((1, ctx.dim, ctx.sl),), None), shape=ctx.shape)
 
 
 class Index(Op):
+    """``x[steps][adv]`` as one copying op; ``key = (steps, adv)``."""
+
     node_name = "IndexBackward0"
 
     @staticmethod
-    def forward(ctx, x, key=None):
-        ctx.shape, ctx.key = x.shape, key
-        return x[key]
+    def forward(ctx, x, key=None, accumulate=True):
+        ctx.shape, ctx.key, ctx.accumulate = x.shape, key, accumulate
+        a = _np_steps(x, key[0])
+        return a[key[1]] if key[1] is not None else a.copy()
 
     @staticmethod
     def backward(ctx, g):
-        return IndexGrad.apply(g, key=ctx.key, shape=ctx.shape, accumulate=True)
+        return IndexGrad.apply(g, key=ctx.key, shape=ctx.shape, accumulate=ctx.accumulate)
 
 
 class IndexGrad(Op):
@@ -64,128 +78,228 @@ class IndexGrad(Op):
 
     @staticmethod
     def forward(ctx, g, key=None, shape=None, accumulate=False):
-        ctx.key = key
+        ctx.key, ctx.accumulate = key, accumulate
         out = np.zeros(shape, dtype=g.dtype)
-        if accumulate:
-            np.add.at(out, key, g)
+        target = _np_steps(out, key[0])
+        if key[1] is None:
+            target[...] = g
+        elif accumulate:
+            np.add.at(target, key[1], g)
         else:
-            out[key] = g
+            target[key[1]] = g
         return out
 
     @staticmethod
     def backward(ctx, gg):
-        return Index.apply(gg, key=ctx.key)
+        return Index.apply(gg, key=ctx.key, accumulate=ctx.accumulate)
 
 
-def _check_index(i: int, size: int, dim: int) -> int:
-    if not -size <= i < size:
-        raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
-    return i % size
-
-
-def _expand_key(key, ndim: int) -> tuple:
-    if not isinstance(key, tuple):
-        key = (key,)
-    n_ell = sum(k is Ellipsis for k in key)
-    if n_ell > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for k in key if k is not None and k is not Ellipsis
-               and not (_is_mask(k)) ) + sum(_mask_ndim(k) for k in key if _is_mask(k))
-    if used > ndim:
-        raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    if n_ell:
-        i = next(j for j, k in enumerate(key) if k is Ellipsis)
-        key = key[:i] + (slice(None),) * (ndim - used) + key[i + 1:]
-    return key
-
-
-def _is_mask(k) -> bool:
-    if isinstance(k, Tensor):
-        return k._data.dtype == np.bool_
-    return isinstance(k, np.ndarray) and k.dtype == np.bool_
-
-
-def _mask_ndim(k) -> int:
-    return k.ndim if isinstance(k, np.ndarray) else k._data.ndim
-
-
-def _is_basic(k) -> bool:
-    return k is None or k is Ellipsis or isinstance(k, int | slice) and not isinstance(k, bool)
-
-
-def _to_index_array(k):
-    if isinstance(k, Tensor):
-        k = k._data
-    if isinstance(k, list | tuple):
-        k = np.asarray([x.item() if isinstance(x, Tensor) else x for x in k])
-    if isinstance(k, bool):
-        k = np.asarray(k)
-    if isinstance(k, np.ndarray) and k.dtype.kind not in "iub":
-        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-    return k
-
-
-def getitem(x: Tensor, key) -> Tensor:
-    key = _expand_key(key, x.ndim)
-    if all(_is_basic(k) for k in key):
-        return _basic(x, key)
-    # Advanced indexing: one IndexBackward0 over the whole key, after basic slicing of the
-    # leading basic part (as torch does: slices first, then the index op).
-    adv = tuple(k if isinstance(k, slice) or k is None else _to_index_array(k) for k in key)
-    for k, size, d in zip(adv, x.shape, range(x.ndim)):
-        if isinstance(k, np.ndarray) and k.dtype.kind in "iu" and k.size:
-            if k.max() >= size or k.min() < -size:
-                bad = int(k.max() if k.max() >= size else k.min())
-                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size "
-                                 f"{size}")
-        if isinstance(k, np.ndarray) and k.dtype == np.bool_:
-            shp = x.shape[d:d + k.ndim]
-            if tuple(k.shape) != tuple(shp):
-                raise IndexError(f"The shape of the mask {list(k.shape)} at index {d} does not "
-                                 f"match the shape of the indexed tensor {list(x.shape)} at "
-                                 f"index {d}")
-    return Index.apply(x, key=adv)
-
-
-def _basic(x: Tensor, key: tuple) -> Tensor:
-    if len(key) == 1 and key[0] == slice(None):
-        return Slice.apply(x, dim=0, sl=slice(None)) if x.ndim else x._alias()
-    out, dim = x, 0
-    for k in key:
-        if k is None:
-            out = out.unsqueeze(dim)
-            dim += 1
-        elif isinstance(k, slice):
-            if k.step is not None and k.step <= 0:
-                raise ValueError("step must be greater than zero")
-            if k != slice(None):
-                out = Slice.apply(out, dim=dim, sl=k)
-            dim += 1
-        else:
-            if out.ndim == 0:
-                raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in "
-                                 "Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor "
-                                 "to a number")
-            idx = _check_index(int(k), out._data.shape[dim], dim)
-            out = Select.apply(out, dim=dim, index=idx)
-    return out if out is not x else x._alias()
-
-
-class IndexPut(Op):
-    """``x[key] = v`` recorded in the graph: x's old values get no gradient where overwritten."""
+class ZeroAt(Op):
+    """``g`` with zeros written at ``key`` (the gradient of values overwritten by setitem)."""
 
     node_name = "IndexPutBackward0"
 
     @staticmethod
-    def forward(ctx, x, v, key=None):
-        ctx.key, ctx.vshape = key, v.shape
-        x[key] = v
+    def forward(ctx, g, key=None):
+        ctx.key = key
+        out = g.copy()
+        target = _np_steps(out, key[0])
+        if key[1] is None:
+            target[...] = 0
+        else:
+            target[key[1]] = 0
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return ZeroAt.apply(gg, key=ctx.key)
+
+
+# --- key parsing ----------------------------------------------------------------------------
+
+
+def _index_array(k):
+    """An index given as a tensor / list / array, as an int64 or bool array (or None: an int)."""
+    if isinstance(k, Tensor):
+        a = k._data
+    elif isinstance(k, np.ndarray):
+        a = k
+    else:
+        flat = [x.item() if isinstance(x, Tensor) else x for x in k]
+        a = np.asarray(flat) if flat else np.zeros(0, np.int64)
+    if a.dtype.kind not in "iub":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return a
+
+
+def _parse(shape: tuple, key) -> tuple:
+    """Torch's reading of ``key``: (basic steps, advanced index dict {dim: array}, any ints)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    items = []
+    used = 0
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, bool | slice):
+            items.append(k)
+            continue
+        if isinstance(k, int | np.integer):
+            items.append(int(k))
+            used += 1
+            continue
+        if isinstance(k, Tensor | np.ndarray | list | tuple):
+            a = _index_array(k)
+            if a.ndim == 0:
+                items.append(bool(a) if a.dtype == np.bool_ else int(a))
+                used += a.dtype != np.bool_
+            else:
+                items.append(a)
+                used += a.ndim if a.dtype == np.bool_ else 1
+            continue
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                         f"Variables are valid indices (got {type(k).__name__})")
+    ndim = len(shape)
+    if used > ndim:
+        if ndim == 0:
+            raise IndexError(_ZERO_DIM)
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    shape = list(shape)
+    steps, adv, ints, dim, seen_ellipsis = [], {}, False, 0, False
+    for k in items:
+        if k is None:
+            steps.append((2, dim, None))
+            shape.insert(dim, 1)
+            dim += 1
+        elif k is Ellipsis:
+            if not seen_ellipsis:
+                dim += ndim - used
+            seen_ellipsis = True
+        elif isinstance(k, bool):
+            steps.append((2, dim, None))
+            shape.insert(dim, 1)
+            adv[dim] = np.zeros(1 if k else 0, np.int64)
+            dim += 1
+        elif isinstance(k, int):
+            size = shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+            steps.append((0, dim, k % size))
+            del shape[dim]
+        elif isinstance(k, slice):
+            if k.step is not None and int(k.step) <= 0:
+                raise ValueError("step must be greater than zero")
+            if k != slice(None) or len(items) == 1:
+                steps.append((1, dim, k))
+                shape[dim] = len(range(*k.indices(shape[dim])))
+            dim += 1
+        elif k.dtype == np.bool_:
+            here = tuple(shape[dim:dim + k.ndim])
+            if k.shape != here:
+                bad = next(i for i, (a, b) in enumerate(zip(k.shape, here)) if a != b)
+                raise IndexError(f"The shape of the mask {list(k.shape)} at index {bad} does not "
+                                 f"match the shape of the indexed tensor {list(shape)} at index "
+                                 f"{dim + bad}")
+            for j, nz in enumerate(np.nonzero(k)):
+                adv[dim + j] = nz
+            dim += k.ndim
+        else:
+            size = shape[dim]
+            if k.size and (k.max() >= size or k.min() < -size):
+                bad = int(k.max() if k.max() >= size else k.min())
+                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+            adv[dim] = k.astype(np.int64, copy=False)
+            ints = True
+            dim += 1
+    if len(adv) > 1:
+        try:
+            np.broadcast_shapes(*(a.shape for a in adv.values()))
+        except ValueError:
+            shapes = ", ".join(str(list(a.shape)) for a in adv.values())
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                             f"with shapes {shapes}") from None
+    return tuple(steps), adv, ints
+
+
+def _adv_key(adv: dict):
+    if not adv:
+        return None
+    return tuple(adv.get(d, slice(None)) for d in range(max(adv) + 1))
+
+
+# --- getitem --------------------------------------------------------------------------------
+
+
+def getitem(x: Tensor, key) -> Tensor:
+    tk = type(key)
+    if tk is int:  # fast path: x[i]
+        shape = x._data.shape
+        if not shape:
+            raise IndexError(_ZERO_DIM)
+        if not -shape[0] <= key < shape[0]:
+            raise IndexError(f"index {key} is out of bounds for dimension 0 with size "
+                             f"{shape[0]}")
+        return Select.apply(x, dim=0, index=key % shape[0])
+    if tk is slice and (key.step is None or key.step > 0) and x._data.ndim:  # fast path: x[a:b]
+        return Slice.apply(x, dim=0, sl=key)
+    if key is Ellipsis:
+        return Alias.apply(x) if x._rg else x._alias()
+    steps, adv, ints = _parse(x._data.shape, key)
+    out = x
+    for kind, dim, arg in steps:
+        if kind == 0:
+            out = Select.apply(out, dim=dim, index=arg)
+        elif kind == 1:
+            out = Slice.apply(out, dim=dim, sl=arg)
+        else:
+            out = Unsqueeze.apply(out, dim=dim)
+    if adv:
+        return Index.apply(out, key=((), _adv_key(adv)), accumulate=ints)
+    return out if out is not x else (Alias.apply(x) if x._rg else x._alias())
+
+
+# --- setitem --------------------------------------------------------------------------------
+
+
+def _assign(target: np.ndarray, adv, v: np.ndarray, accumulate: bool = False) -> None:
+    try:
+        if adv is None:
+            target[...] = v
+        elif accumulate:
+            np.add.at(target, adv, v)
+        else:
+            target[adv] = v
+    except ValueError as e:
+        if not target.flags.writeable:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation.") from None
+        want = target[adv].shape if adv is not None else target.shape
+        if adv is not None:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot "
+                               f"be broadcast to indexing result of shape {list(want)}") from e
+        raise RuntimeError(f"The expanded size of the tensor ({want[-1] if want else 1}) must "
+                           f"match the existing size ({v.shape[-1] if v.ndim else 1}) at "
+                           f"non-singleton dimension {len(want) - 1}.  Target sizes: "
+                           f"{list(want)}.  Tensor sizes: {list(v.shape)}") from None
+
+
+class IndexPut(Op):
+    """``x[key] = v`` (or ``+=`` with ``accumulate``) recorded in the graph."""
+
+    node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, v, key=None, accumulate=False):
+        ctx.key, ctx.vshape, ctx.accumulate = key, v.shape, accumulate
+        _assign(_np_steps(x, key[0]), key[1], v, accumulate)
         return x
 
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        gx = g * Tensor._make(_keep_mask(g.shape, ctx.key)) if need[0] else None
+        gx = (g if ctx.accumulate else ZeroAt.apply(g, key=ctx.key)) if need[0] else None
         gv = Index.apply(g, key=ctx.key).sum_to_size(ctx.vshape) if need[1] else None
         return gx, gv
 
@@ -196,50 +310,83 @@ class CopySlices(IndexPut):
     node_name = "CopySlices"
 
 
-def _keep_mask(shape, key) -> np.ndarray:
-    m = np.ones(shape, dtype=bool)
-    m[key] = False
-    return m
-
-
-def setitem(x: Tensor, key, value) -> None:
+def _value(x: Tensor, value) -> Tensor:
     from ember.ops._promote import cast, const
 
-    key_n = _expand_key(key, x.ndim)
-    np_key = tuple(k if _is_basic(k) else _to_index_array(k) for k in key_n)
     if isinstance(value, Tensor):
-        v = cast(value, x.dtype)
-    else:
-        v = const(value, x.dtype)
-    tracked = STATE.enabled and (x._rg or v._rg)
-    if not tracked:
-        if x._rg and x._grad_fn is None and STATE.enabled:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                               "operation.")
-        x._data[np_key] = v._data
+        return cast(value, x.dtype)
+    if isinstance(value, np.ndarray):
+        return Tensor._make(value.astype(x._data.dtype, copy=False))
+    if isinstance(value, list | tuple):
+        return Tensor._make(np.asarray(value, dtype=x._data.dtype))
+    return const(value, x.dtype)
+
+
+def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = False,
+             copy_slices: bool = False) -> Tensor:
+    """Write ``v`` into ``x[steps][adv]`` in place, recording the write for autograd."""
+    from ember.ops.inplace import check_inplace
+
+    key = (steps, _adv_key(adv))
+    check_inplace(x)
+    if not (STATE.enabled and (x._rg or v._rg)):
+        _assign(_np_steps(x._data, steps), key[1], v._data, accumulate)
         x._vc[0] += 1
-        return
-    if x._grad_fn is None and x._rg:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                           "operation.")
+        return x
     if x._base is not None and x._base._rg:
         raise NotImplementedError("ember: in-place writes into a view of a tensor that requires "
                                   "grad are not supported yet; write into the base tensor")
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
-    op = CopySlices if all(_is_basic(k) for k in key_n) else IndexPut
-    res = op.apply(src, v, key=np_key)
+    op = CopySlices if copy_slices and not adv else IndexPut
+    res = op.apply(src, v, key=key, accumulate=accumulate)
     x._grad_fn, x._output_nr, x._rg = res._grad_fn, 0, True
     x._vc[0] += 1
+    return x
 
 
-def nonzero(x: Tensor, *, as_tuple: bool = False):
-    idx = np.nonzero(x._data)
-    if as_tuple:
-        return tuple(Tensor._make(i.astype(np.int64)) for i in idx)
-    return Tensor._make(np.stack(idx, axis=1).astype(np.int64) if idx else
-                        np.zeros((0, 0), np.int64))
+def setitem(x: Tensor, key, value) -> None:
+    steps, adv, _ = _parse(x._data.shape, key)
+    write_at(x, steps, adv, _value(x, value), copy_slices=True)
 
 
-METHODS = {"__getitem__": getitem, "__setitem__": setitem, "nonzero": nonzero}
-FUNCTIONS = {"nonzero": nonzero}
+# --- narrow / select ------------------------------------------------------------------------
+
+
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    from ember._tensor import _wrap_dim
+
+    if x.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, x.ndim)
+    size = x._data.shape[d]
+    index = int(index)
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(x.shape)} at dimension {d}")
+    return Select.apply(x, dim=d, index=index % size)
+
+
+def narrow(x: Tensor, dim: int, start, length: int) -> Tensor:
+    from ember._tensor import _wrap_dim
+
+    if x.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, x.ndim)
+    size = x._data.shape[d]
+    start, length = int(start), int(length)
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    if start < 0:
+        start += size
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
+    return Slice.apply(x, dim=d, sl=slice(start, start + length))
+
+
+METHODS = {"__getitem__": getitem, "__setitem__": setitem, "select": select, "narrow": narrow}
+FUNCTIONS = {"select": select, "narrow": narrow}

@@ -1,8 +1,15 @@
-"""Shape ops. Views (view, transpose, expand, ...) share memory with their input, as in torch."""
+"""View ops: view, reshape, permute, transpose, squeeze, expand, diagonal, unfold, ...
+
+Every op here returns a NumPy view of its input (``view = True``), so, as in torch, writes
+through the result show in the base and the two share a version counter.
+"""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
@@ -25,12 +32,21 @@ def infer_shape(shape: tuple, numel: int) -> tuple:
                 raise RuntimeError(f"invalid shape dimension {s}")
             known *= s
     if -1 in shape:
-        if known == 0 or numel % known:
+        if known == 0:
+            if numel == 0:
+                raise RuntimeError(
+                    f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                    "unspecified dimension size -1 can be any value and is ambiguous")
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        if numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         return tuple(numel // known if s == -1 else s for s in shape)
     if known != numel:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
+
+
+# --- view / reshape -------------------------------------------------------------------------
 
 
 class View(Op):
@@ -58,6 +74,25 @@ class UnsafeView(View):
     view = False
 
 
+class Alias(Op):
+    """``x[...]``: a new tensor over the same storage (torch's AliasBackward0)."""
+
+    node_name = "AliasBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def alias(x: Tensor) -> Tensor:
+    return Alias.apply(x) if x._rg else x._alias()
+
+
 def view(x: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and not isinstance(shape[0], int | list | tuple | Size):
         return x.to(shape[0])  # view(dtype) is out of scope; same-size dtype only via .to
@@ -66,6 +101,7 @@ def view(x: Tensor, *shape) -> Tensor:
 
 
 def reshape(x: Tensor, *shape) -> Tensor:
+    """A view when the strides allow it, else a copy (CloneBackward0 + UnsafeViewBackward0)."""
     shape = infer_shape(_shape_arg(shape), x._data.size)
     if shape == x._data.shape:
         return View.apply(x, shape=shape) if x._rg else x._alias()
@@ -101,8 +137,16 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     d = _wrap_dim(dim, x.ndim)
     shp = x.shape
-    sizes = infer_shape(tuple(sizes), shp[d])
+    sizes = tuple(int(s) for s in sizes)
+    try:
+        sizes = infer_shape(sizes, shp[d])
+    except RuntimeError:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({shp[d]}) in the input tensor") from None
     return view(x, (*shp[:d], *sizes, *shp[d + 1:]))
+
+
+# --- permutations ---------------------------------------------------------------------------
 
 
 class Permute(Op):
@@ -116,7 +160,7 @@ class Permute(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return g.permute(tuple(np.argsort(ctx.dims)))
+        return g.permute(tuple(int(i) for i in np.argsort(ctx.dims)))
 
 
 def permute(x: Tensor, *dims) -> Tensor:
@@ -130,6 +174,26 @@ def permute(x: Tensor, *dims) -> Tensor:
     if len(set(dims)) != len(dims):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     return Permute.apply(x, dims=dims)
+
+
+def movedim(x: Tensor, source, destination) -> Tensor:
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+            f"contain the same number of dims as destination ({list(dst)} dims)")
+    n = x.ndim
+    src = tuple(_wrap_dim(d, n) for d in src)
+    dst = tuple(_wrap_dim(d, n) for d in dst)
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(destination)})")
+    order = [d for d in range(n) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return Permute.apply(x, dims=tuple(order))
 
 
 class Transpose(Op):
@@ -171,6 +235,12 @@ def t(x: Tensor) -> Tensor:
 
 
 def _T(x: Tensor) -> Tensor:
+    if x.ndim not in (0, 2):
+        warnings.warn(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+            "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+            "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
+            "reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
     return permute(x, tuple(range(x.ndim - 1, -1, -1)))
 
 
@@ -179,6 +249,23 @@ def _mT(x: Tensor) -> Tensor:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {x.ndim}-D tensor.")
     return transpose(x, -2, -1)
+
+
+def _H(x: Tensor) -> Tensor:
+    if x.ndim not in (0, 2):
+        raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{x.ndim}-D tensor.")
+    return transpose(x, 0, 1) if x.ndim == 2 else alias(x)
+
+
+def _mH(x: Tensor) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {x.ndim}-D tensor.")
+    return transpose(x, -2, -1)
+
+
+# --- squeeze / unsqueeze --------------------------------------------------------------------
 
 
 class Unsqueeze(Op):
@@ -217,12 +304,22 @@ class SqueezeDim(Squeeze):
     node_name = "SqueezeBackward1"
 
 
+class SqueezeDims(Squeeze):
+    node_name = "SqueezeBackward2"
+
+
 def squeeze(x: Tensor, dim=None) -> Tensor:
     if dim is None:
         return Squeeze.apply(x, dims=None)
+    op = SqueezeDim if isinstance(dim, int) else SqueezeDims
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    dims = tuple(d for d in (_wrap_dim(d, x.ndim) for d in dims) if x._data.shape[d] == 1)
-    return SqueezeDim.apply(x, dims=dims)
+    dims = tuple(_wrap_dim(d, x.ndim) for d in dims)
+    if x.ndim == 0:
+        return op.apply(x, dims=())
+    return op.apply(x, dims=tuple(d for d in dims if x._data.shape[d] == 1))
+
+
+# --- broadcasting ---------------------------------------------------------------------------
 
 
 class Expand(Op):
@@ -271,6 +368,34 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
     return expand(x, other.shape)
 
 
+def broadcast_shapes(*shapes) -> Size:
+    """The shape all ``shapes`` broadcast to (torch's error when they do not)."""
+    out: list = []
+    for shp in shapes:
+        shp = (shp,) if isinstance(shp, int) else tuple(shp)
+        if len(shp) > len(out):
+            out = [1] * (len(shp) - len(out)) + out
+        for i in range(1, len(shp) + 1):
+            a, b = out[-i], shp[-i]
+            if a != b and a != 1 and b != 1:
+                raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
+                                   f"({b}) at non-singleton dimension {len(out) - i}")
+            if a == 1:
+                out[-i] = b
+    return Size(out)
+
+
+def broadcast_to(x: Tensor, size) -> Tensor:
+    return expand(x, tuple(size))
+
+
+def broadcast_tensors(*tensors) -> tuple:
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(t._data.shape for t in tensors))
+    return tuple(Expand.apply(t, shape=tuple(shape)) for t in tensors)
+
+
 def sum_to_size(g: Tensor, *shape) -> Tensor:
     """Sum ``g`` down to ``shape`` (the inverse of broadcasting)."""
     shape = _shape_arg(shape)
@@ -280,6 +405,120 @@ def sum_to_size(g: Tensor, *shape) -> Tensor:
     if dims:
         g = g.sum(dims, keepdim=True)
     return g.reshape(shape) if lead else g
+
+
+# --- strided views: diagonal, unfold --------------------------------------------------------
+
+
+def _diag_view(x: np.ndarray, offset: int, d1: int, d2: int) -> np.ndarray:
+    """A writeable strided view of a diagonal, appended as the last dim (np.diagonal's view is
+    read-only, and writes through torch's diagonal must reach the base)."""
+    y = np.moveaxis(x, (d1, d2), (-2, -1))
+    n1, n2 = y.shape[-2:]
+    n = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    if n == 0:
+        return np.empty((*y.shape[:-2], 0), x.dtype)
+    start = y[..., 0, offset] if offset >= 0 else y[..., -offset, 0]
+    return as_strided(start, shape=(*start.shape, n),
+                      strides=(*start.strides, y.strides[-2] + y.strides[-1]),
+                      writeable=x.flags.writeable)
+
+
+class Diagonal(Op):
+    node_name = "DiagonalBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, offset=0, d1=0, d2=1):
+        ctx.shape, ctx.args = x.shape, (offset, d1, d2)
+        return _diag_view(x, offset, d1, d2)
+
+    @staticmethod
+    def backward(ctx, g):
+        return DiagonalGrad.apply(g, shape=ctx.shape, args=ctx.args)
+
+
+class DiagonalGrad(Op):
+    """Write a gradient onto the diagonal of zeros (the backward of diagonal)."""
+
+    node_name = "DiagonalBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, shape=None, args=None):
+        ctx.args = args
+        out = np.zeros(shape, g.dtype)
+        _diag_view(out, *args)[...] = g
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return Diagonal.apply(gg, offset=ctx.args[0], d1=ctx.args[1], d2=ctx.args[2])
+
+
+def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    d1, d2 = _wrap_dim(dim1, x.ndim), _wrap_dim(dim2, x.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return Diagonal.apply(x, offset=int(offset), d1=d1, d2=d2)
+
+
+class Unfold(Op):
+    """``x.unfold(dim, size, step)``: sliding windows along ``dim`` as a strided view."""
+
+    node_name = "UnfoldBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, dim=0, size=1, step=1):
+        ctx.shape, ctx.args = x.shape, (dim, size, step)
+        if x.ndim == 0:
+            return x.reshape(1)
+        n = (x.shape[dim] - size) // step + 1
+        shape = (*x.shape[:dim], n, *x.shape[dim + 1:], size)
+        st = x.strides
+        strides = (*st[:dim], st[dim] * step, *st[dim + 1:], st[dim])
+        return as_strided(x, shape=shape, strides=strides, writeable=x.flags.writeable)
+
+    @staticmethod
+    def backward(ctx, g):
+        return UnfoldGrad.apply(g, shape=ctx.shape, args=ctx.args)
+
+
+class UnfoldGrad(Op):
+    """Sum window gradients back onto the input (overlapping windows add up)."""
+
+    node_name = "UnfoldBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, shape=None, args=None):
+        ctx.args = args
+        if not shape:
+            return g.reshape(())
+        dim, size, step = args
+        out = np.zeros(shape, g.dtype)
+        n = g.shape[dim]
+        lead = (slice(None),) * dim
+        for k in range(size):  # a loop over the window, not over the data
+            out[(*lead, slice(k, k + step * (n - 1) + 1, step))] += g[..., k]
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        dim, size, step = ctx.args
+        return Unfold.apply(gg, dim=dim, size=size, step=step)
+
+
+def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    d = _wrap_dim(dimension, x.ndim)
+    length = x._data.shape[d] if x.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    return Unfold.apply(x, dim=d, size=int(size), step=int(step))
 
 
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
@@ -297,11 +536,14 @@ METHODS = {
     "flatten": flatten, "unflatten": unflatten, "permute": permute, "transpose": transpose,
     "swapaxes": transpose, "swapdims": transpose, "t": t, "unsqueeze": unsqueeze,
     "squeeze": squeeze, "expand": expand, "expand_as": expand_as, "sum_to_size": sum_to_size,
-    "contiguous": contiguous,
-    "T": property(_T), "mT": property(_mT),
+    "broadcast_to": broadcast_to, "movedim": movedim, "moveaxis": movedim,
+    "diagonal": diagonal, "unfold": unfold, "contiguous": contiguous,
+    "T": property(_T), "mT": property(_mT), "H": property(_H), "mH": property(_mH),
 }
 FUNCTIONS = {
     "reshape": reshape, "flatten": flatten, "unflatten": unflatten, "permute": permute,
     "transpose": transpose, "swapaxes": transpose, "swapdims": transpose, "t": t,
-    "unsqueeze": unsqueeze, "squeeze": squeeze,
+    "unsqueeze": unsqueeze, "squeeze": squeeze, "broadcast_to": broadcast_to,
+    "broadcast_tensors": broadcast_tensors, "broadcast_shapes": broadcast_shapes,
+    "movedim": movedim, "moveaxis": movedim, "diagonal": diagonal,
 }

@@ -1,0 +1,336 @@
+"""Joining and splitting: cat, stack, hstack/vstack/dstack, split, chunk, unbind, meshgrid.
+
+split / chunk / unbind are one multi-output node each, as in torch (SplitBackward0,
+SplitWithSizesBackward0, UnbindBackward0); their outputs are views of the input.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ember import _dtype
+from ember._tensor import Tensor, _wrap_dim
+from ember.autograd.function import Op
+from ember.ops._promote import cast
+
+
+def _tensor_list(tensors, fname: str) -> list:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, list | tuple):
+        raise TypeError(f"{fname}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__}")
+    return list(tensors)
+
+
+def _grads(ctx, grads) -> list:
+    """Zeros for the outputs that received no gradient (multi-output nodes)."""
+    return [Tensor._make(np.zeros(shape, dt)) if g is None else g
+            for g, (shape, dt) in zip(grads, ctx._out_meta)]
+
+
+# --- cat / stack ----------------------------------------------------------------------------
+
+
+class Cat(Op):
+    node_name = "CatBackward0"
+
+    @staticmethod
+    def forward(ctx, *arrays, dim=0):
+        ctx.dim = dim
+        ctx.sizes = [a.shape[dim] if a.ndim else 0 for a in arrays]
+        ctx.legacy = [a.ndim == 1 and a.shape[0] == 0 for a in arrays]
+        if all(ctx.legacy):
+            return np.zeros(0, arrays[0].dtype)
+        return np.concatenate([a for a, skip in zip(arrays, ctx.legacy) if not skip], axis=dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        from ember.ops.indexing import Slice
+
+        out, start = [], 0
+        for size, skip, need in zip(ctx.sizes, ctx.legacy, ctx.needs_input_grad):
+            if skip:
+                out.append(None)
+                continue
+            out.append(Slice.apply(g, dim=ctx.dim, sl=slice(start, start + size))
+                       if need else None)
+            start += size
+        return tuple(out)
+
+
+def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
+    """Concatenate along ``dim`` (1-D empty tensors are skipped, torch's legacy rule)."""
+    tensors = _tensor_list(tensors, "cat")
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
+    dt = tensors[0].dtype
+    if any(t.dtype is not dt for t in tensors):
+        for t in tensors[1:]:
+            dt = _dtype.promote_types(dt, t.dtype)
+        tensors = [cast(t, dt) for t in tensors]
+    real = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
+    if not real:
+        return Cat.apply(*tensors, dim=0)
+    ref = real[0]._data.shape
+    d = _wrap_dim(dim, len(ref))
+    for i, t in enumerate(tensors):
+        s = t._data.shape
+        if s == ref or (len(s) == 1 and s[0] == 0):
+            continue
+        if len(s) != len(ref):
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} "
+                               f"and {len(s)}")
+        for k, (a, b) in enumerate(zip(ref, s)):
+            if k != d and a != b:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                                   f"Expected size {a} but got size {b} for tensor number {i} "
+                                   "in the list.")
+    res = Cat.apply(*tensors, dim=d)
+    if out is not None:
+        return _write_out(out, res)
+    return res
+
+
+def _write_out(out: Tensor, res: Tensor) -> Tensor:
+    out._data = np.ascontiguousarray(res._data, dtype=out._data.dtype)
+    out._vc[0] += 1
+    return out
+
+
+class Stack(Op):
+    node_name = "StackBackward0"
+
+    @staticmethod
+    def forward(ctx, *arrays, dim=0):
+        ctx.dim = dim
+        return np.stack(arrays, axis=dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return tuple(g.unbind(ctx.dim))
+
+
+def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
+    tensors = _tensor_list(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    ref = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != ref:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(ref)} at entry 0 and {list(t.shape)} at entry {i}")
+    d = _wrap_dim(dim, len(ref) + 1)
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = _dtype.promote_types(dt, t.dtype)
+    res = Stack.apply(*[cast(t, dt) for t in tensors], dim=d)
+    return _write_out(out, res) if out is not None else res
+
+
+def atleast_1d(*tensors):
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else tensors
+    res = tuple(t.reshape(1) if t.ndim == 0 else t for t in ts)
+    return res[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else res
+
+
+def atleast_2d(*tensors):
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else tensors
+    res = tuple(t.reshape(1, 1) if t.ndim == 0 else t.unsqueeze(0) if t.ndim == 1 else t
+                for t in ts)
+    return res[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else res
+
+
+def atleast_3d(*tensors):
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else tensors
+
+    def one(t):
+        if t.ndim == 0:
+            return t.reshape(1, 1, 1)
+        if t.ndim == 1:
+            return t.unsqueeze(0).unsqueeze(-1)
+        return t.unsqueeze(-1) if t.ndim == 2 else t
+    res = tuple(one(t) for t in ts)
+    return res[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else res
+
+
+def _nonempty(tensors, fname: str) -> list:
+    tensors = _tensor_list(tensors, fname)
+    if not tensors:
+        raise RuntimeError(f"{fname} expects a non-empty TensorList")
+    return tensors
+
+
+def hstack(tensors, *, out=None) -> Tensor:
+    ts = atleast_1d(_nonempty(tensors, "hstack"))
+    return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None) -> Tensor:
+    return cat(atleast_2d(_nonempty(tensors, "vstack")), 0, out=out)
+
+
+def dstack(tensors, *, out=None) -> Tensor:
+    return cat(atleast_3d(_nonempty(tensors, "dstack")), 2, out=out)
+
+
+def column_stack(tensors, *, out=None) -> Tensor:
+    ts = [t.reshape(-1, 1) if t.ndim <= 1 else t
+          for t in _nonempty(tensors, "column_stack")]
+    return cat(ts, 1, out=out)
+
+
+# --- split / chunk / unbind -----------------------------------------------------------------
+
+
+class SplitWithSizes(Op):
+    node_name = "SplitWithSizesBackward0"
+
+    @staticmethod
+    def forward(ctx, x, sizes=(), dim=0):
+        ctx.dim = dim
+        bounds = np.cumsum(sizes[:-1]).tolist()
+        return tuple(np.split(x, bounds, axis=dim))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return cat(_grads(ctx, grads), ctx.dim)
+
+
+class Split(SplitWithSizes):
+    node_name = "SplitBackward0"
+
+
+class Unbind(Op):
+    node_name = "UnbindBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim=0):
+        ctx.dim = dim
+        return tuple(x[(slice(None),) * dim + (i, Ellipsis)] for i in range(x.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return stack(_grads(ctx, grads), ctx.dim)
+
+
+def _views(x: Tensor, outs: tuple) -> tuple:
+    for o in outs:
+        o._set_view_of(x)
+    return outs
+
+
+def _split_dim(x: Tensor, dim: int) -> int:
+    if x.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    return _wrap_dim(dim, x.ndim)
+
+
+def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Split into pieces of ``split_size`` (the last may be smaller) or of the given sizes."""
+    d = _split_dim(x, dim)
+    n = x._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got "
+                               f"split_size={size}")
+        if size == 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}")
+        count = max(-(-n // size), 1) if size else 1
+        sizes = tuple([size] * (count - 1) + [n - size * (count - 1)])
+        return _views(x, Split.apply(x, sizes=sizes, dim=d))
+    sizes = tuple(int(s) for s in split_size_or_sections)
+    if sum(sizes) != n or any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                           f"tensor's size at dimension {d}), but got split_sizes={list(sizes)}")
+    return _views(x, SplitWithSizes.apply(x, sizes=sizes, dim=d))
+
+
+def split_with_sizes(x: Tensor, split_sizes, dim: int = 0) -> tuple:
+    return split(x, list(split_sizes), dim)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = _split_dim(x, dim)
+    n = x._data.shape[d]
+    return split(x, max(-(-n // chunks), 1) if n else 1, d) if n else split(x, 0, d)
+
+
+def unbind(x: Tensor, dim: int = 0) -> tuple:
+    if x.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    return _views(x, Unbind.apply(x, dim=_wrap_dim(dim, x.ndim)))
+
+
+def tensor_split(x: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    from ember.ops.indexing import Slice
+
+    d = _split_dim(x, dim)
+    n = x._data.shape[d]
+    ios = indices_or_sections
+    if isinstance(ios, Tensor) and ios.ndim == 0:
+        ios = int(ios.item())
+    if isinstance(ios, int):
+        if ios <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {ios}")
+        q, r = divmod(n, ios)
+        sizes = [q + 1] * r + [q] * (ios - r)
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    else:
+        idx = ios.tolist() if isinstance(ios, Tensor) else list(ios)
+        bounds = [0, *idx, n]
+    return tuple(Slice.apply(x, dim=d, sl=slice(min(a, n), max(min(b, n), min(a, n))))
+                 for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+# --- meshgrid -------------------------------------------------------------------------------
+
+
+def meshgrid(*tensors, indexing: str | None = None) -> tuple:
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("xy", "ij"):
+        raise RuntimeError("torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t}")
+    swap = indexing == "xy" and len(tensors) >= 2
+    ts = list(tensors)
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.numel() for t in ts)
+    outs = []
+    for i, t in enumerate(ts):
+        v = [1] * len(ts)
+        v[i] = -1
+        outs.append(t.reshape(tuple(v)).expand(shape))
+    if swap:
+        outs[0], outs[1] = outs[1], outs[0]
+    return tuple(outs)
+
+
+METHODS = {
+    "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,
+    "tensor_split": tensor_split,
+}
+FUNCTIONS = {
+    "cat": cat, "concat": cat, "concatenate": cat, "stack": stack, "hstack": hstack,
+    "vstack": vstack, "row_stack": vstack, "dstack": dstack, "column_stack": column_stack,
+    "atleast_1d": atleast_1d, "atleast_2d": atleast_2d, "atleast_3d": atleast_3d,
+    "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,
+    "tensor_split": tensor_split, "meshgrid": meshgrid,
+}

@@ -1,0 +1,257 @@
+"""Shape ops that copy: repeat, tile, repeat_interleave, flip, roll, tril/triu, diag, trace."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember._tensor import Size, Tensor, _wrap_dim
+from ember.autograd.function import Op
+from ember.ops.shape import DiagonalGrad, _diag_view
+
+
+def _sizes(sizes) -> tuple:
+    if len(sizes) == 1 and isinstance(sizes[0], list | tuple | Size):
+        sizes = sizes[0]
+    return tuple(int(s) for s in sizes)
+
+
+class Repeat(Op):
+    node_name = "RepeatBackward0"
+
+    @staticmethod
+    def forward(ctx, x, reps=()):
+        ctx.shape, ctx.reps = x.shape, reps
+        return np.tile(x, reps)
+
+    @staticmethod
+    def backward(ctx, g):
+        lead = len(ctx.reps) - len(ctx.shape)
+        shape = (1,) * lead + tuple(ctx.shape)
+        inter = tuple(v for r, s in zip(ctx.reps, shape) for v in (r, s))
+        return g.reshape(inter).sum(tuple(range(0, len(inter), 2))).reshape(ctx.shape)
+
+
+def repeat(x: Tensor, *sizes) -> Tensor:
+    reps = _sizes(sizes)
+    if len(reps) < x.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: "
+                           f"{list(reps)}")
+    return Repeat.apply(x, reps=reps)
+
+
+def tile(x: Tensor, dims) -> Tensor:
+    dims = _sizes((dims,) if isinstance(dims, int) else tuple(dims))
+    return repeat(x, (1,) * (x.ndim - len(dims)) + dims)
+
+
+def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
+    """Repeat each element ``repeats`` times (an int, or one count per element along dim)."""
+    if repeats is None:  # torch.repeat_interleave(counts): indices repeated by their count
+        counts = x._data.astype(np.int64)
+        return Tensor._make(np.repeat(np.arange(counts.size, dtype=np.int64), counts))
+    if dim is None:
+        x, d = x.reshape(-1), 0
+    else:
+        d = _wrap_dim(dim, x.ndim)
+    if isinstance(repeats, Tensor) and repeats.numel() != 1:
+        counts = repeats._data.astype(np.int64)
+        if counts.ndim != 1 or counts.size != x._data.shape[d]:
+            raise RuntimeError("repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {counts.size} and input.size({d}) = "
+                               f"{x._data.shape[d]}")
+        if (counts < 0).any():
+            raise RuntimeError("repeats can not be negative")
+        idx = Tensor._make(np.repeat(np.arange(counts.size, dtype=np.int64), counts))
+        return x.index_select(d, idx)
+    r = int(repeats)
+    if r < 0:
+        raise RuntimeError("repeats can not be negative")
+    shape = list(x.shape)
+    exp = x.unsqueeze(d + 1).expand(*shape[:d + 1], r, *shape[d + 1:])
+    shape[d] *= r
+    return exp.reshape(shape)
+
+
+class Flip(Op):
+    node_name = "FlipBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dims=()):
+        ctx.dims = dims
+        return np.flip(x, dims).copy()  # torch's flip copies: writes must not reach the input
+
+    @staticmethod
+    def backward(ctx, g):
+        return Flip.apply(g, dims=ctx.dims)
+
+
+def flip(x: Tensor, *dims) -> Tensor:
+    dims = _sizes(dims)
+    dims = tuple(_wrap_dim(d, x.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"dim {dims[0]} appears multiple times in the list of dims")
+    return Flip.apply(x, dims=dims) if x.ndim else Flip.apply(x, dims=())
+
+
+def fliplr(x: Tensor) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(x, 1)
+
+
+def flipud(x: Tensor) -> Tensor:
+    if x.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(x, 0)
+
+
+class Roll(Op):
+    node_name = "RollBackward0"
+
+    @staticmethod
+    def forward(ctx, x, shifts=(), dims=()):
+        ctx.shifts, ctx.dims = shifts, dims
+        if not dims:
+            return np.roll(x.reshape(-1), shifts[0]).reshape(x.shape)
+        return np.roll(x, shifts, dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Roll.apply(g, shifts=tuple(-s for s in ctx.shifts), dims=ctx.dims)
+
+
+def roll(x: Tensor, shifts, dims=None) -> Tensor:
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               "dims:0")
+        return Roll.apply(x, shifts=shifts, dims=())
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    return Roll.apply(x, shifts=shifts, dims=tuple(_wrap_dim(d, x.ndim) for d in dims))
+
+
+class Tril(Op):
+    node_name = "TrilBackward0"
+
+    @staticmethod
+    def forward(ctx, x, k=0):
+        ctx.k = k
+        return np.tril(x, k)
+
+    @staticmethod
+    def backward(ctx, g):
+        return tril(g, ctx.k)
+
+
+class Triu(Op):
+    node_name = "TriuBackward0"
+
+    @staticmethod
+    def forward(ctx, x, k=0):
+        ctx.k = k
+        return np.triu(x, k)
+
+    @staticmethod
+    def backward(ctx, g):
+        return triu(g, ctx.k)
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return Tril.apply(x, k=int(diagonal))
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return Triu.apply(x, k=int(diagonal))
+
+
+class DiagEmbed(Op):
+    """Put the last dim of ``x`` on a diagonal of a new zero matrix (dims d1, d2)."""
+
+    node_name = "DiagEmbedBackward0"
+
+    @staticmethod
+    def forward(ctx, x, offset=0, d1=0, d2=1):
+        ctx.args = (offset, d1, d2)
+        n = x.shape[-1] + abs(offset)
+        shape = list(x.shape[:-1])
+        for d in sorted((d1, d2)):
+            shape.insert(d, n)
+        out = np.zeros(shape, x.dtype)
+        _diag_view(out, offset, d1, d2)[...] = x
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.diagonal(*ctx.args)
+
+
+class DiagonalCopy(Op):
+    node_name = "DiagonalBackward0_copy"
+
+    @staticmethod
+    def forward(ctx, x, offset=0):
+        ctx.shape, ctx.offset = x.shape, offset
+        return _diag_view(x, offset, 0, 1).copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return DiagonalGrad.apply(g, shape=ctx.shape, args=(ctx.offset, 0, 1))
+
+
+def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    n = x.ndim + 1
+    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if x.ndim == 0:
+        x = x.reshape(1)
+    return DiagEmbed.apply(x, offset=int(offset), d1=d1, d2=d2)
+
+
+def diag(x: Tensor, diagonal: int = 0) -> Tensor:
+    """1-D: a matrix with ``x`` on a diagonal; 2-D: that diagonal, as a copy."""
+    if x.ndim == 1:
+        return DiagEmbed.apply(x, offset=int(diagonal), d1=0, d2=1)
+    if x.ndim == 2:
+        return DiagonalCopy.apply(x, offset=int(diagonal))
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
+
+
+class Trace(Op):
+    node_name = "TraceBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.shape = x.shape
+        return np.trace(x, dtype=np.int64 if x.dtype.kind in "biu" else x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        k = min(ctx.shape)
+        return DiagonalGrad.apply(g.expand(k), shape=ctx.shape, args=(0, 0, 1))
+
+
+def trace(x: Tensor) -> Tensor:
+    if x.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+    return Trace.apply(x)
+
+
+METHODS = {
+    "repeat": repeat, "tile": tile, "repeat_interleave": repeat_interleave, "flip": flip,
+    "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu,
+    "diag": diag, "diag_embed": diag_embed, "trace": trace,
+}
+FUNCTIONS = dict(METHODS)
