@@ -165,9 +165,18 @@ def retain_grad_accumulates(lib, log):
     log.append(y.retains_grad)
 
 
+def many_leaves_ready_together(lib, log):
+    ws = [lib.tensor([float(i + 1)], requires_grad=True) for i in range(5)]
+    for i, w in enumerate(ws):
+        w.register_post_accumulate_grad_hook(lambda t, i=i: log.append(i))
+    h = ws[0] * ws[1] * ws[2] + ws[3] * ws[4]
+    (h * ws[2]).sum().backward()
+
+
 SCENARIOS = [leaf_hooks, nonleaf_full_order, retain_before_hook, hooks_with_autograd_grad,
              prehook_and_posthook_replace, removal, branching_order, two_leaves_accumulate_order,
-             multi_output_node, hook_added_during_backward, retain_grad_accumulates]
+             multi_output_node, hook_added_during_backward, retain_grad_accumulates,
+             many_leaves_ready_together]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)

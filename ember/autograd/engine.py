@@ -9,6 +9,7 @@ tensor hooks, the retain_grad update, node pre-hooks, backward, node post-hooks.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Sequence
 
 from ember.autograd import graph
@@ -99,7 +100,9 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     buffers: dict = {}
     for (node, nr), g in zip(roots, grads):
         _add_to_buffer(buffers, node, nr, g)
-    ready = [(-n._seq, id(n), n) for n in root_nodes if n not in deps]
+    # Ties (leaves' AccumulateGrad all share the top sequence number) go first-in, first-out.
+    tick = itertools.count().__next__
+    ready = [(-n._seq, tick(), n) for n in root_nodes if n not in deps]
     heapq.heapify(ready)
     results = [None] * (len(inputs) if inputs is not None else 0)
     prev = STATE.enabled
@@ -129,7 +132,7 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     d = deps[nxt] - 1
                     deps[nxt] = d
                     if d == 0:
-                        heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+                        heapq.heappush(ready, (-nxt._seq, tick(), nxt))
     finally:
         STATE.enabled = prev
     return results

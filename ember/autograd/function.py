@@ -14,7 +14,7 @@ import functools
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import forward_stack
 from ember.autograd.grad_mode import STATE, no_grad
-from ember.autograd.graph import FREED, OUT, Node, grad_accumulator
+from ember.autograd.graph import FREED, OUT, SAVED_HOOKS, Node, grad_accumulator
 
 
 class _Scratch:
@@ -136,6 +136,8 @@ class Function(metaclass=FunctionMeta):
             node._out_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else ((), None)
                               for o in outs]
             node._saved = _save(node.to_save, outs)
+            if SAVED_HOOKS and node._saved:
+                node._saved = graph.pack_saved(node, node._saved)
             node._shapes = tuple(t.shape for t in tensors)  # user grads are checked/summed
             if graph.ANOMALY[0]:
                 node._anomaly = forward_stack()
@@ -293,6 +295,8 @@ class Op(Function):
             node._anomaly = forward_stack()
         if type(out) is tuple:
             node._out_meta = [(o.shape, o.dtype) for o in out]
+            if SAVED_HOOKS and node._saved:
+                node._saved = graph.pack_saved(node, node._saved)
             return tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
                          for i, o in enumerate(out))
         res = Tensor._make(out, node, 0)
@@ -301,6 +305,8 @@ class Op(Function):
         if cls.saves_output:
             entry = (OUT, (res._data, res._vc, res._vc[0], 0))
             node._saved = (*node._saved, entry) if node._saved else (entry,)
+        if SAVED_HOOKS and node._saved:
+            node._saved = graph.pack_saved(node, node._saved)
         return res
 
 

@@ -17,6 +17,8 @@ next_seq = _seq.__next__
 FREED = object()  # marks saved tensors released after backward
 OUT = object()  # marks a saved entry that is one of the node's own outputs
 ANOMALY = [False, True]  # detect_anomaly's switch and its check_nan, global as in torch
+SAVED_HOOKS: list = []  # stack of (pack, unpack) pairs pushed by saved_tensors_hooks
+PACKED = object()  # marks a saved entry that went through a pack hook
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -89,6 +91,8 @@ class Node:
         for t, version in saved:
             if t is OUT:
                 t = self._unpack_output(*version)
+            elif t is PACKED:
+                t = version[1](version[0])
             elif t is not None and t._vc[0] != version:
                 raise RuntimeError(_inplace_message(t, version, self))
             out.append(t)
@@ -109,6 +113,40 @@ class Node:
 
     def _call(self, grads: list) -> tuple:
         raise NotImplementedError
+
+
+class saved_tensors_hooks:
+    """Within the block, tensors saved for backward go through ``pack_hook`` and come back
+    through ``unpack_hook`` when backward needs them (e.g. to offload or recompute them).
+
+    >>> with ember.autograd.graph.saved_tensors_hooks(lambda t: t.numpy().copy(),
+    ...                                               lambda a: ember.from_numpy(a)):
+    ...     y = x.exp()
+    """
+
+    def __init__(self, pack_hook, unpack_hook) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> None:
+        SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
+
+    def __exit__(self, *exc) -> None:
+        SAVED_HOOKS.pop()
+
+
+def pack_saved(node: Node, saved: tuple) -> tuple:
+    """Run the innermost pack hook over a node's saved entries."""
+    pack, unpack = SAVED_HOOKS[-1]
+    out = []
+    for t, version in saved:
+        if t is None:
+            out.append((None, 0))
+            continue
+        if t is OUT:
+            t = node._unpack_output(*version)
+        out.append((PACKED, (pack(t), unpack)))
+    return tuple(out)
 
 
 def _inplace_message(t, version: int, node: Node) -> str:

@@ -1,0 +1,174 @@
+"""Activation checkpointing: trade compute for memory by recomputing a block in backward.
+
+``use_reentrant=False`` keeps the block's real graph but swaps every tensor it saves for a
+placeholder (``saved_tensors_hooks``); the first time backward needs one, the block is re-run
+under the original RNG state and the recomputed tensors are handed out in save order.
+``use_reentrant=True`` wraps the block in one ``CheckpointFunction`` node that runs the block
+without grad, and in backward re-runs it with grad and backpropagates through it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+from ember.autograd.function import Function
+from ember.autograd.grad_mode import STATE, enable_grad, no_grad
+from ember.autograd.graph import saved_tensors_hooks
+
+
+def _tensor(x) -> bool:
+    from ember._tensor import Tensor
+
+    return isinstance(x, Tensor)
+
+
+class _RngState:
+    """The global RNG state at construction, restorable around a recomputation."""
+
+    def __init__(self, preserve: bool) -> None:
+        from ember import get_rng_state
+
+        self.state = get_rng_state() if preserve else None
+
+    def __enter__(self) -> None:
+        from ember import get_rng_state, set_rng_state
+
+        if self.state is not None:
+            self.outer = get_rng_state()
+            set_rng_state(self.state)
+
+    def __exit__(self, *exc) -> None:
+        from ember import set_rng_state
+
+        if self.state is not None:
+            set_rng_state(self.outer)
+
+
+class CheckpointFunction(Function):
+    """The reentrant variant's node (``CheckpointFunctionBackward``, as in torch)."""
+
+    @staticmethod
+    def forward(ctx, run_function, preserve_rng_state, *args):
+        ctx.run_function = run_function
+        ctx.rng = _RngState(preserve_rng_state)
+        ctx.args = [None if _tensor(a) else a for a in args]
+        ctx.save_for_backward(*[a for a in args if _tensor(a)])
+        return run_function(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        from ember.autograd import backward
+
+        saved = iter(ctx.saved_tensors)
+        inputs = [a if a is not None else next(saved) for a in ctx.args]
+        inputs = [a.detach().requires_grad_(a.requires_grad) if _tensor(a) else a
+                  for a in inputs]
+        with ctx.rng, enable_grad():
+            outputs = ctx.run_function(*inputs)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        pairs = [(o, g) for o, g in zip(outputs, grads)
+                 if _tensor(o) and o.requires_grad and g is not None]
+        if not pairs:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
+                               "not necessary")
+        backward([o for o, _ in pairs], [g for _, g in pairs])
+        return (None, None, *[a.grad if _tensor(a) else None for a in inputs])
+
+
+class _Recompute:
+    """State of one non-reentrant checkpoint: placeholders out, recomputed tensors back."""
+
+    def __init__(self, fn, args, kwargs, preserve_rng_state: bool) -> None:
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.rng = _RngState(preserve_rng_state)
+        self.count = 0
+        self.recomputed = None
+
+    def pack(self, t) -> int:
+        self.count += 1
+        return self.count - 1
+
+    def unpack(self, k: int):
+        if self.recomputed is None:
+            self.recomputed = []
+            keep_graph = STATE.enabled  # create_graph: keep the recomputed tensors' history
+
+            def record(t):
+                self.recomputed.append(t if keep_graph else t.detach())
+                return len(self.recomputed) - 1
+
+            with self.rng, enable_grad(), saved_tensors_hooks(record, self.recomputed.__getitem__):
+                self.fn(*self.args, **self.kwargs)
+            if len(self.recomputed) != self.count:
+                raise RuntimeError(
+                    "torch.utils.checkpoint: A different number of tensors was saved during the "
+                    f"original forward and recomputation.\nNumber of tensors saved during forward"
+                    f": {self.count}\nNumber of tensors saved during recomputation: "
+                    f"{len(self.recomputed)}")
+        return self.recomputed[k]
+
+
+def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
+               preserve_rng_state: bool = True, context_fn=None, determinism_check="default",
+               debug: bool = False, early_stop: bool = True, **kwargs):
+    """Run ``function(*args)`` without keeping its intermediates; recompute them in backward.
+
+    >>> y = checkpoint(block, x, use_reentrant=False)   # same values and grads as block(x)
+    """
+    if use_reentrant is None:
+        warnings.warn(
+            "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+            "Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an "
+            "exception. use_reentrant=False is recommended, but if you need to preserve the "
+            "current default behavior, you can pass use_reentrant=True. Refer to docs for more "
+            "details on the differences between the two variants.", UserWarning, stacklevel=2)
+        use_reentrant = True
+    if use_reentrant:
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        if STATE.enabled and not any(_tensor(a) and a.requires_grad for a in args):
+            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                          UserWarning, stacklevel=2)
+            with no_grad():
+                return function(*args)
+        return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    frame = _Recompute(function, args, kwargs, preserve_rng_state)
+    with saved_tensors_hooks(frame.pack, frame.unpack):
+        return function(*args, **kwargs)
+
+
+def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None,
+                          **kwargs):
+    """Split a sequence of modules/functions into ``segments`` checkpointed chunks (the last
+    chunk runs normally, as in torch)."""
+    if use_reentrant is None:
+        warnings.warn(
+            "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be "
+            "passed explicitly. In version 2.9 we will raise an exception if use_reentrant is not "
+            "passed. use_reentrant=False is recommended, but if you need to preserve the current "
+            "default behavior, you can pass use_reentrant=True. Refer to docs for more details on"
+            " the differences between the two variants.", UserWarning, stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    functions = list(functions.children()) if hasattr(functions, "children") else list(functions)
+
+    def run(start: int, end: int):
+        def forward(x):
+            for j in range(start, end + 1):
+                x = functions[j](x)
+            return x
+        return forward
+
+    size = len(functions) // segments
+    end = -1
+    for start in range(0, size * (segments - 1), size):
+        end = start + size - 1
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant,
+                           preserve_rng_state=preserve)
+    return run(end + 1, len(functions) - 1)(input)
+
+
+__all__ = ["checkpoint", "checkpoint_sequential"]
