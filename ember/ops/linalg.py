@@ -1,4 +1,8 @@
-"""Matrix products. Each lands in one BLAS call; backward is two more."""
+"""Matrix products. Each lands in one BLAS call; backward is two more, on transposed views.
+
+``matmul`` follows torch's dispatch: dot / mv / mm by rank, a batch of matrices times a matrix
+or vector is folded into one mm / mv, and only batch @ batch goes through bmm.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,38 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops.shape import UnsafeView
+
+_C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "float16": "c10::Half", "bfloat16": "c10::BFloat16", "bool": "bool"}
 
 
-def _same_dtype(a: Tensor, b: Tensor, name: str):
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{a.dtype.name} != {b.dtype.name}" if name == "mm" else
-                           f"expected both vectors to have same dtype, but found "
-                           f"{a.dtype.name.capitalize()} and {b.dtype.name.capitalize()}"
-                           if name == "dot" else
-                           f"expected scalar type {a.dtype.name.capitalize()} but found "
-                           f"{b.dtype.name.capitalize()}")
+def _cap(t: Tensor) -> str:
+    from ember._dtype import TYPE_NAMES
+
+    return TYPE_NAMES[t.dtype][6:-6]
+
+
+def _same_dtype(a: Tensor, b: Tensor, name: str) -> None:
+    if a._data.dtype == b._data.dtype:
+        return
+    if name == "mm":
+        msg = (f"expected m1 and m2 to have the same dtype, but got: {_C_NAMES[a.dtype.name]} "
+               f"!= {_C_NAMES[b.dtype.name]}")
+    elif name == "dot":
+        msg = (f"dot : expected both vectors to have same dtype, but found {_cap(a)} and "
+               f"{_cap(b)}")
+    else:
+        msg = f"expected scalar type {_cap(a)} but found {_cap(b)}"
+    raise RuntimeError(msg)
+
+
+def _mm_shapes(a: Tensor, b: Tensor) -> None:
+    if a._data.shape[1] != b._data.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
+            f"{b.shape[0]}x{b.shape[1]})")
 
 
 class Mm(Op):
@@ -36,12 +61,8 @@ class Mm(Op):
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != 2 or b.ndim != 2:
-        bad = a if a.ndim != 2 else b
-        raise RuntimeError(f"{'self' if bad is a else 'mat2'} must be a matrix")
-    if a._data.shape[1] != b._data.shape[0]:
-        raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
-            f"{b.shape[0]}x{b.shape[1]})")
+        raise RuntimeError("self must be a matrix" if a.ndim != 2 else "mat2 must be a matrix")
+    _mm_shapes(a, b)
     _same_dtype(a, b, "mm")
     return Mm.apply(a, b)
 
@@ -76,12 +97,10 @@ class Addmm(Op):
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)`` in one GEMM."""
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError("mat1 must be a matrix" if mat1.ndim != 2 else "mat2 must be a matrix")
-    if mat1.shape[1] != mat2.shape[0]:
-        raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
-            f"{mat2.shape[0]}x{mat2.shape[1]})")
+    _mm_shapes(mat1, mat2)
     _same_dtype(mat1, mat2, "mm")
     return Addmm.apply(input, mat1, mat2, beta=beta, alpha=alpha)
 
@@ -101,7 +120,11 @@ class Dot(Op):
         return (g * b if need[0] else None), (g * a if need[1] else None)
 
 
-def dot(a: Tensor, b: Tensor) -> Tensor:
+class Vdot(Dot):
+    node_name = "VdotBackward0"
+
+
+def _vec_args(a: Tensor, b: Tensor) -> None:
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     if a.shape[0] != b.shape[0]:
@@ -110,7 +133,17 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
             f"have the same number of elements, but got {a.shape[0]} and {b.shape[0]} elements "
             "respectively")
     _same_dtype(a, b, "dot")
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    _vec_args(a, b)
     return Dot.apply(a, b)
+
+
+def vdot(a: Tensor, b: Tensor) -> Tensor:
+    """Dot product conjugating the first argument (a plain dot for real tensors)."""
+    _vec_args(a, b)
+    return Vdot.apply(a, b)
 
 
 class Mv(Op):
@@ -129,22 +162,55 @@ class Mv(Op):
         return ga, (a.t().mv(g) if need[1] else None)
 
 
-def mv(a: Tensor, v: Tensor) -> Tensor:
+def _mv_args(a: Tensor, v: Tensor, n: int | None = None) -> None:
     if a.ndim != 2 or v.ndim != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {v.ndim}, {a.ndim}, {v.ndim}")
+        raise RuntimeError(f"vector + matrix @ vector expected, got {1}, {a.ndim}, {v.ndim}")
     if a.shape[1] != v.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x"
-                           f"{a.shape[1]}), vec ({v.shape[0]})")
-    _same_dtype(a, v, "mv")
+        raise RuntimeError(f"size mismatch, got input ({a.shape[0] if n is None else n}), mat "
+                           f"({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})")
+    if a._data.dtype != v._data.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_cap(v)}, "
+                           f"{_cap(a)}, and {_cap(v)}")
+
+
+def mv(a: Tensor, v: Tensor) -> Tensor:
+    _mv_args(a, v)
     return Mv.apply(a, v)
 
 
-class Bmm(Op):
-    """Batched (broadcasting) matrix product; the engine sums grads over broadcast batches."""
+class Addmv(Op):
+    node_name = "AddmvBackward0"
+    saves = (1, 2)
+    broadcasts = True
 
+    @staticmethod
+    def forward(ctx, c, a, v, beta=1, alpha=1):
+        ctx.beta, ctx.alpha = beta, alpha
+        out = a @ v
+        if alpha != 1:
+            out *= alpha
+        return out + (c if beta == 1 else beta * c) if beta != 0 else out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, v = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gc = (g if ctx.beta == 1 else g * ctx.beta) if need[0] else None
+        if ctx.alpha != 1:
+            g = g * ctx.alpha
+        ga = g.unsqueeze(1) * v.unsqueeze(0) if need[1] else None
+        return gc, ga, (a.t().mv(g) if need[2] else None)
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)``."""
+    _mv_args(mat, vec, input.shape[0] if input.ndim else 1)
+    return Addmv.apply(input, mat, vec, beta=beta, alpha=alpha)
+
+
+class Bmm(Op):
     node_name = "BmmBackward0"
     saves = (0, 1)
-    broadcasts = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -154,7 +220,7 @@ class Bmm(Op):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
-        return (g.matmul(b.mT) if need[0] else None), (a.mT.matmul(g) if need[1] else None)
+        return (g.bmm(b.mT) if need[0] else None), (a.mT.bmm(g) if need[1] else None)
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
@@ -169,43 +235,78 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     return Bmm.apply(a, b)
 
 
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * bmm(batch1, batch2)``."""
+    out = bmm(batch1, batch2)
+    out = out if alpha == 1 else out * alpha
+    return out + (input if beta == 1 else input * beta) if beta != 0 else out
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``, as one mm over the batch."""
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if batch1.ndim != 3 else
+                           "batch2 must be a 3D tensor")
+    n, k = batch1.shape[1], batch1.shape[0] * batch1.shape[2]
+    a = batch1.permute(1, 0, 2).reshape(n, k)
+    b = batch2.reshape(k, batch2.shape[2])
+    return addmm(input, a, b, beta=beta, alpha=alpha)
+
+
+def _unsafe_view(t: Tensor, shape: tuple) -> Tensor:
+    return UnsafeView.apply(t, shape=tuple(shape))
+
+
 def matmul(a: Tensor, b: Tensor) -> Tensor:
-    """torch.matmul: dot, mv, mm, or broadcast batched product by the operands' dims."""
+    """torch.matmul: dot, mv, mm, a folded mm for batch @ matrix, or bmm over broadcast batches."""
     if not isinstance(b, Tensor) or not isinstance(a, Tensor):
         raise TypeError("matmul(): argument 'other' (position 1) must be Tensor, not "
                         f"{type(b).__name__}")
-    if a.ndim == 0 or b.ndim == 0:
+    da, db = a.ndim, b.ndim
+    if da == 0 or db == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
-                           f"{a.ndim}D and {b.ndim}D")
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{a.dtype.name} != {b.dtype.name}")
-    if a.ndim == 1 and b.ndim == 1:
+                           f"{da}D and {db}D")
+    if da == 1 and db == 1:
         return dot(a, b)
-    if a.ndim == 2 and b.ndim == 1:
+    if da == 2 and db == 1:
         return mv(a, b)
-    if a.ndim == 1 and b.ndim == 2:
+    if da == 1 and db == 2:
         return mm(a.unsqueeze(0), b).squeeze(0)
-    if a.ndim == 2 and b.ndim == 2:
+    if da == 2 and db == 2:
         return mm(a, b)
-    k_a = a.shape[-1]
-    k_b = b.shape[-2] if b.ndim > 1 else b.shape[0]
-    if k_a != k_b:
-        raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: "
-            f"[{a.shape[0] if a.ndim > 2 else 1}, {k_a}] but got: "
-            f"[{b.shape[0] if b.ndim > 2 else 1}, {k_b}].")
-    if b.ndim == 1:
-        return Bmm.apply(a, b.unsqueeze(1)).squeeze(-1)
-    if a.ndim == 1:
-        return Bmm.apply(a.unsqueeze(0), b).squeeze(-2)
+    if da >= 3 and db <= 2:
+        # Fold the batch into the rows: one GEMM (or GEMV) instead of a batch of small ones.
+        folded = a.reshape(int(np.prod(a.shape[:-1], dtype=np.int64)), a.shape[-1])
+        out = mm(folded, b) if db == 2 else mv(folded, b)
+        return _unsafe_view(out, a.shape[:-1] + ((b.shape[-1],) if db == 2 else ()))
+    if da <= 2 and db >= 3:
+        # (b^T @ a^T)^T: the same fold, on the transposed problem, as torch does.
+        if da == 1:
+            return matmul(b.mT, a)
+        return matmul(b.mT, a.t()).mT.contiguous()
+    return _batched(a, b)
+
+
+def _batched(a: Tensor, b: Tensor) -> Tensor:
+    n, k = a.shape[-2:]
+    k2, m = b.shape[-2:]
     try:
-        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
-        raise RuntimeError(
-            f"The size of tensor a ({a.shape[-3]}) must match the size of tensor b "
-            f"({b.shape[-3]}) at non-singleton dimension 0") from None
-    return Bmm.apply(a, b)
+        sa, sb = a.shape[:-2], b.shape[:-2]
+        i = next(i for i in range(1, min(len(sa), len(sb)) + 1)
+                 if sa[-i] != sb[-i] and sa[-i] != 1 and sb[-i] != 1)
+        raise RuntimeError(f"The size of tensor a ({sa[-i]}) must match the size of tensor b "
+                           f"({sb[-i]}) at non-singleton dimension "
+                           f"{max(len(sa), len(sb)) - i}") from None
+    nb = int(np.prod(batch, dtype=np.int64))
+    if k != k2:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{nb}, {k}] but got: [{nb}, {k2}].")
+    _same_dtype(a, b, "mm")
+    a3 = a.expand(*batch, n, k).reshape(nb, n, k)
+    b3 = b.expand(*batch, k, m).reshape(nb, k, m)
+    return _unsafe_view(Bmm.apply(a3, b3), (*batch, n, m))
 
 
 def rmatmul(a: Tensor, b) -> Tensor:
@@ -213,14 +314,89 @@ def rmatmul(a: Tensor, b) -> Tensor:
 
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
+    """Outer product of two vectors (MulBackward0, as in torch)."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {a.ndim}-D"
+                           if a.ndim != 1 else
+                           f"outer: Expected 1-D argument vec2, but got {b.ndim}-D")
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 
+def inner(a: Tensor, b: Tensor) -> Tensor:
+    """Contraction over the last dim of both (a scalar product for scalars)."""
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    return tensordot(a, b, ([-1], [-1]))
+
+
+def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+    """Contract ``dims`` (a count, or two lists of dims) of ``a`` with those of ``b``."""
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(-dims, 0)), list(range(dims))
+    elif isinstance(dims[0], Tensor):
+        da, db = dims[0].tolist(), dims[1].tolist()
+    else:
+        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    for x, y in zip(da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[x]} in dim {x} and second has size {b.shape[y]} in "
+                               f"dim {y}")
+    da = [d % a.ndim for d in da]
+    db = [d % b.ndim for d in db]
+    free_a = [d for d in range(a.ndim) if d not in da]
+    free_b = [d for d in range(b.ndim) if d not in db]
+    size = lambda t, ds: int(np.prod([t.shape[d] for d in ds], dtype=np.int64))  # noqa: E731
+    out_shape = [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b]
+    ma = a.permute(free_a + da).reshape(size(a, free_a), size(a, da))
+    mb = b.permute(db + free_b).reshape(size(b, db), size(b, free_b))
+    return mm(ma, mb).reshape(out_shape)
+
+
+class Trace(Op):
+    node_name = "TraceBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.shape = x.shape
+        return np.asarray(np.trace(x), dtype=x.dtype if x.dtype.kind == "f" else np.int64)
+
+    @staticmethod
+    def backward(ctx, g):
+        eye = Tensor._make(np.eye(*ctx.shape, dtype=g._data.dtype))
+        return g * eye
+
+
+def trace(x: Tensor) -> Tensor:
+    """Sum of the main diagonal of a matrix."""
+    if x.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+    return Trace.apply(x)
+
+
+def _from_linalg(name: str):
+    def fn(*args, **kwargs):
+        import ember.linalg
+
+        return getattr(ember.linalg, name)(*args, **kwargs)
+    fn.__name__ = name
+    fn.__doc__ = f"Same as ``ember.linalg.{name}``."
+    return fn
+
+
 METHODS = {
-    "mm": mm, "matmul": matmul, "dot": dot, "mv": mv, "bmm": bmm, "addmm": addmm,
-    "outer": outer, "ger": outer, "__matmul__": matmul, "__rmatmul__": rmatmul,
+    "mm": mm, "matmul": matmul, "dot": dot, "vdot": vdot, "mv": mv, "bmm": bmm, "addmm": addmm,
+    "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer, "ger": outer,
+    "inner": inner, "trace": trace, "__matmul__": matmul, "__rmatmul__": rmatmul,
+    "inverse": _from_linalg("inv"), "det": _from_linalg("det"),
 }
 FUNCTIONS = {
-    "mm": mm, "matmul": matmul, "dot": dot, "mv": mv, "bmm": bmm, "addmm": addmm,
-    "outer": outer, "ger": outer, "inner": dot,
+    "mm": mm, "matmul": matmul, "dot": dot, "vdot": vdot, "mv": mv, "bmm": bmm, "addmm": addmm,
+    "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer, "ger": outer,
+    "inner": inner, "tensordot": tensordot, "trace": trace, "inverse": _from_linalg("inv"),
+    "det": _from_linalg("det"),
 }

@@ -1,0 +1,245 @@
+"""``ember.linalg``: norms, inverse, determinant, solve, singular values (torch.linalg).
+
+Inputs may carry leading batch dimensions. Backward formulas use ember ops on saved inputs and
+outputs, so they can be differentiated again (svdvals excepted: first order only).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember._tensor import Tensor, _wrap_dim
+from ember.autograd.function import Op
+from ember.ops.linalg import matmul
+from ember.ops.reduction_norm import vector_norm
+
+__all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "solve",
+           "svdvals", "matmul", "vecdot", "multi_dot"]
+
+
+class LinAlgError(RuntimeError):
+    """Raised when a matrix is singular (torch.linalg.LinAlgError)."""
+
+
+def _square(name: str, a: Tensor) -> None:
+    if a.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{a.dtype.name.capitalize()}")
+
+
+def _singular(name: str, a: np.ndarray) -> LinAlgError:
+    """torch's message, naming the first singular batch element and its zero pivot."""
+    flat = a.reshape(-1, *a.shape[-2:])
+    ranks = np.linalg.matrix_rank(flat) if flat.size else np.zeros(len(flat), int)
+    b = int(np.argmax(ranks < a.shape[-1]))
+    where = f"(Batch element {b}): " if a.ndim > 2 else ""
+    return LinAlgError(f"{name}: {where}The diagonal element {int(ranks[b]) + 1} is zero, the "
+                       "inversion could not be completed because the input matrix is singular.")
+
+
+class LinalgInvEx(Op):
+    node_name = "LinalgInvExBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        try:
+            return np.linalg.inv(a)
+        except np.linalg.LinAlgError:
+            raise _singular("linalg.inv", a) from None
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        t = out.mT
+        return -matmul(matmul(t, g), t)
+
+
+def inv(A: Tensor) -> Tensor:
+    """Inverse of a square matrix (or batch of them)."""
+    _square("linalg.inv", A)
+    return LinalgInvEx.apply(A)
+
+
+def _adjugate_t(a: np.ndarray) -> np.ndarray:
+    """Transposed adjugate through the SVD: the gradient of det, valid for singular inputs."""
+    u, s, vh = np.linalg.svd(a)
+    n = s.shape[-1]
+    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], -1)
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    adj = (np.swapaxes(vh, -1, -2) * others[..., None, :]) @ np.swapaxes(u, -1, -2)
+    return np.swapaxes(adj * sign[..., None, None], -1, -2).astype(a.dtype)
+
+
+class LinalgDet(Op):
+    node_name = "LinalgDetBackward0"
+    saves = (0,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return np.linalg.det(a) if a.shape[-1] else np.ones(a.shape[:-2], a.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        if not a._data.size:
+            return a * 0.0
+        scale = (g * out).unsqueeze(-1).unsqueeze(-1)
+        if np.all(out._data != 0):
+            return scale * inv(a).mT
+        # Singular: d det / dA is the (transposed) adjugate; first order only.
+        return g.unsqueeze(-1).unsqueeze(-1) * Tensor._make(_adjugate_t(a._data))
+
+
+def det(A: Tensor) -> Tensor:
+    """Determinant of a square matrix (or batch of them)."""
+    _square("linalg.det", A)
+    return LinalgDet.apply(A)
+
+
+def _is_vector_rhs(a: Tensor, b: Tensor) -> bool:
+    return b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+
+
+class LinalgSolveEx(Op):
+    node_name = "LinalgSolveExBackward0"
+    saves = (0,)
+    saves_output = True
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, a, b, vector=False):
+        ctx.vector = vector
+        try:
+            if vector:
+                return np.linalg.solve(a, b[..., None])[..., 0]
+            return np.linalg.solve(a, b)
+        except np.linalg.LinAlgError:
+            raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix "
+                              "is singular.") from None
+
+    @staticmethod
+    def backward(ctx, g):
+        a, x = ctx.saved_tensors
+        gb = LinalgSolveEx.apply(a.mT, g, vector=ctx.vector)
+        if not ctx.needs_input_grad[0]:
+            return None, gb
+        if ctx.vector:
+            ga = -(gb.unsqueeze(-1) * x.unsqueeze(-2))
+        else:
+            ga = -matmul(gb, x.mT)
+        return ga, gb
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """The ``X`` with ``A @ X = B`` (or ``X @ A = B`` when ``left=False``)."""
+    _square("linalg.solve", A)
+    if not left:
+        return solve(A.mT, B.mT).mT
+    vector = _is_vector_rhs(A, B)
+    rows = B.shape[-1] if vector else B.shape[-2] if B.ndim >= 2 else -1
+    if rows != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({A.shape[-2]}x{A.shape[-1]} and "
+                           f"{'x'.join(map(str, B.shape[-2:]))})")
+    if A._data.dtype != B._data.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {A.dtype.name.capitalize()} and B of type "
+                           f"{B.dtype.name.capitalize()} instead")
+    return LinalgSolveEx.apply(A, B, vector=vector)
+
+
+class LinalgSvdvals(Op):
+    node_name = "LinalgSvdBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        ctx.u, ctx.vh = u, vh
+        return s
+
+    @staticmethod
+    def backward(ctx, g):
+        # dA = U diag(g) V^T. U and V are constants here, so this is first order only.
+        u, vh = Tensor._make(ctx.u), Tensor._make(ctx.vh)
+        return matmul(u * g.unsqueeze(-2), vh)
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """Singular values, in descending order."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    return LinalgSvdvals.apply(A)
+
+
+def _matrix_dims(dim) -> tuple:
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{' '.join(map(str, dim))}")
+    return tuple(dim)
+
+
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
+                dtype=None) -> Tensor:
+    """Frobenius, nuclear, 1, inf or spectral (2) norm of the matrices over ``dim``."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
+    d0, d1 = (_wrap_dim(d, A.ndim) for d in _matrix_dims(dim))
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
+    if dtype is not None:
+        A = A.to(dtype)
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        s = svdvals(A.movedim((d0, d1), (-2, -1)))
+        out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+    elif ord in (1, -1, math.inf, -math.inf):
+        # 1: largest column sum of |A|; inf: largest row sum.
+        inner, outer = (d0, d1) if abs(ord) == 1 else (d1, d0)
+        sums = A.abs().sum(inner, keepdim=keepdim)
+        outer -= outer > inner and not keepdim
+        return sums.amax(outer, keepdim) if ord > 0 else sums.amin(outer, keepdim)
+    else:
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if keepdim:
+        out = out.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), (d0, d1))
+    return out
+
+
+def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Vector norm for 1-D input or an int ``dim``; matrix norm for 2-D input or a 2-tuple."""
+    if dim is not None and not isinstance(dim, int):
+        dim = tuple(dim)
+    if isinstance(dim, tuple) and len(dim) == 2 or dim is None and A.ndim == 2 and \
+            ord is not None:
+        return matrix_norm(A, "fro" if ord is None else ord, dim or (-2, -1), keepdim,
+                           dtype=dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
+                           f"1D or 2D. Got {A.ndim}D.")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """Dot products along ``dim``, broadcasting the other dims."""
+    return (x * y).sum(dim)
+
+
+def multi_dot(tensors) -> Tensor:
+    """Product of a chain of matrices (first/last may be vectors), left to right."""
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = matmul(out, t)
+    return out

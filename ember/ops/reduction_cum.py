@@ -1,0 +1,156 @@
+"""Cumulative reductions along a dim: cumsum, cumprod, cummax, cummin."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember import _dtype, return_types
+from ember._tensor import Tensor, _wrap_dim
+from ember.autograd.function import Op
+from ember.ops.pointwise import where
+from ember.ops.sorting import put_along, scalar_selection
+
+
+class _Flip(Op):
+    """Reverse along one dim (a negative-stride view); used for reversed cumulative sums."""
+
+    node_name = "FlipBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim=0):
+        ctx.dim = dim
+        return np.flip(x, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Flip.apply(g, dim=ctx.dim)
+
+
+def _rev_cumsum(g: Tensor, dim: int) -> Tensor:
+    """``out[k] = sum(g[k:])`` along ``dim``."""
+    return _Flip.apply(cumsum(_Flip.apply(g, dim=dim), dim), dim=dim)
+
+
+class Cumsum(Op):
+    node_name = "CumsumBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim=0, dtype=None):
+        ctx.dim = dim
+        if dim is None:  # 0-d input
+            return x.astype(dtype.np)
+        return np.cumsum(x, axis=dim, dtype=dtype.np)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g if ctx.dim is None else _rev_cumsum(g, ctx.dim)
+
+
+def _cum_dtype(x: Tensor, dtype):
+    if dtype is not None:
+        return _dtype.to_dtype(dtype)
+    return _dtype.int64 if x.dtype._kind < 2 else x.dtype
+
+
+def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Running sum along ``dim``; integer inputs accumulate in int64, as torch."""
+    d = _wrap_dim(dim, x.ndim)
+    return Cumsum.apply(x, dim=d if x.ndim else None, dtype=_cum_dtype(x, dtype))
+
+
+class Cumprod(Op):
+    node_name = "CumprodBackward0"
+    saves = (0,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x, dim=0, dtype=None):
+        ctx.dim = dim
+        if dim is None:  # 0-d input
+            return x.astype(dtype.np)
+        return np.cumprod(x, axis=dim, dtype=dtype.np)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        d = ctx.dim
+        if d is None:  # 0-d input
+            return g
+        zero = x._data == 0
+        if not zero.any():
+            return _rev_cumsum(g * out, d) / x
+        # Zeros: positions before a slice's first zero use the quotient formula (out is zero
+        # from that zero on, so it only sums the terms that survive); the first zero gets
+        # prod(x before it) * sum_{i >= z} g_i * prod(x after it up to i); later ones get 0.
+        seen = np.cumsum(zero, axis=d)
+        before = Tensor._make(seen == 0)
+        first = Tensor._make(zero & (seen == 1))
+        after = Tensor._make((seen >= 1) & ~(zero & (seen == 1)))
+        safe = where(before, x, 1.0)
+        left = _cumprod(safe, d)
+        right = _cumprod(where(after, x, 1.0), d)
+        tail = where(Tensor._make(seen >= 1), g * right, 0.0).sum(d, keepdim=True)
+        head = where(before, _rev_cumsum(g * out, d) / safe, 0.0)
+        return head + where(first, left * tail, 0.0)
+
+
+def _cumprod(x: Tensor, d: int) -> Tensor:
+    return Cumprod.apply(x, dim=d, dtype=x.dtype)
+
+
+def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Running product along ``dim``; the gradient is exact even with zeros in the input."""
+    d = _wrap_dim(dim, x.ndim)
+    return Cumprod.apply(x, dim=d if x.ndim else None, dtype=_cum_dtype(x, dtype))
+
+
+class _CumExtreme(Op):
+    fn = None
+
+    @classmethod
+    def forward(cls, ctx, x, dim=0):
+        if x.ndim == 0:
+            return scalar_selection(ctx, x)
+        ctx.dim, ctx.shape = dim, x.shape
+        vals = cls.fn.accumulate(x, axis=dim)
+        # The index is the latest position where the running extreme was (re)attained.
+        pos = np.arange(x.shape[dim]).reshape([-1 if i == dim else 1 for i in range(x.ndim)])
+        hit = (x == vals)
+        if x.dtype.kind == "f":
+            hit |= np.isnan(x)
+        idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=dim)
+        ctx.idx = idx
+        return vals, idx.astype(np.int64)
+
+    @staticmethod
+    def backward(ctx, g, _gi=None):
+        if ctx.idx is None:
+            return g
+        return put_along(g, ctx.idx, ctx.dim, ctx.shape, accumulate=True)
+
+
+class Cummax(_CumExtreme):
+    node_name = "CummaxBackward0"
+    fn = np.maximum
+
+
+class Cummin(_CumExtreme):
+    node_name = "CumminBackward0"
+    fn = np.minimum
+
+
+def _cum_extreme(name: str, op, rtype):
+    def fn(x: Tensor, dim: int):
+        d = _wrap_dim(dim, x.ndim)
+        v, i = op.apply(x, dim=d)
+        return rtype(v, i)
+    fn.__name__ = name
+    fn.__doc__ = f"Running {name[3:]} along ``dim`` and the index where it was attained."
+    return fn
+
+
+cummax = _cum_extreme("cummax", Cummax, return_types.cummax)
+cummin = _cum_extreme("cummin", Cummin, return_types.cummin)
+
+METHODS = {"cumsum": cumsum, "cumprod": cumprod, "cummax": cummax, "cummin": cummin}
+FUNCTIONS = dict(METHODS)

@@ -1,0 +1,274 @@
+"""Sorting and selection: sort, argsort, msort, topk, kthvalue, median, mode, unique.
+
+Value-selecting ops return ``ember.return_types`` named tuples; their backward scatters the
+gradient back to the selected positions (``_PutAlong``), whose own backward gathers it again
+(``_TakeAlong``), so second derivatives work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember import return_types
+from ember._tensor import Tensor, _wrap_dim
+from ember.autograd.function import Op
+
+
+class _TakeAlong(Op):
+    """``x`` gathered at integer ``idx`` along ``dim`` (a non-differentiable index array)."""
+
+    node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx=None, dim=0):
+        ctx.idx, ctx.dim, ctx.shape = idx, dim, x.shape
+        return np.take_along_axis(x, idx, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return put_along(g, ctx.idx, ctx.dim, ctx.shape, accumulate=True)
+
+
+class _PutAlong(Op):
+    """Zeros of ``shape`` with ``g`` written (or added) at ``idx`` along ``dim``."""
+
+    node_name = "ScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx=None, dim=0, shape=(), accumulate=False):
+        ctx.idx, ctx.dim = idx, dim
+        out = np.zeros(shape, dtype=g.dtype)
+        if not accumulate:
+            np.put_along_axis(out, idx, g, dim)
+            return out
+        # Repeated indices must add up: address every element by a full index tuple.
+        grids = list(np.indices(idx.shape, sparse=True))
+        grids[dim] = idx
+        np.add.at(out, tuple(grids), g)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _TakeAlong.apply(gg, idx=ctx.idx, dim=ctx.dim)
+
+
+def put_along(g: Tensor, idx: np.ndarray, dim: int, shape: tuple,
+              accumulate: bool = False) -> Tensor:
+    """Scatter ``g`` into zeros of ``shape`` at ``idx`` along ``dim`` (differentiable)."""
+    return _PutAlong.apply(g, idx=idx, dim=dim, shape=shape, accumulate=accumulate)
+
+
+def take_along(x: Tensor, idx: np.ndarray, dim: int) -> Tensor:
+    return _TakeAlong.apply(x, idx=idx, dim=dim)
+
+
+def _argsort(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Stable argsort; NaN sorts as the largest value (first when descending), as in torch."""
+    if not descending:
+        return np.argsort(a, axis=axis, kind="stable")
+    # Sorting the reversed array stably and reversing again keeps ties in original order.
+    n = a.shape[axis]
+    rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
+    return np.flip(n - 1 - rev, axis)
+
+
+class _Selection(Op):
+    """Shared backward of value-selecting ops: gradient goes to the selected positions."""
+
+    @staticmethod
+    def backward(ctx, g, _gi=None):
+        if ctx.idx is None:  # 0-d input: the value is the input
+            return g
+        if not ctx.keepdim and g.ndim < len(ctx.shape):
+            g = g.unsqueeze(ctx.dim)
+        return put_along(g, ctx.idx, ctx.dim, ctx.shape)
+
+
+def scalar_selection(ctx, x):
+    """Selecting from a 0-d tensor returns it (as a copy) and index 0."""
+    ctx.idx = None
+    return x.copy(), np.array(0)
+
+
+def _finish_selection(ctx, x, idx, dim, keepdim):
+    """Values and indices from selected ``idx`` (keepdims layout) along ``dim``."""
+    ctx.idx, ctx.dim, ctx.shape, ctx.keepdim = idx, dim, x.shape, True
+    vals = np.take_along_axis(x, idx, dim)
+    if not keepdim:
+        ctx.keepdim = False
+        return np.squeeze(vals, dim), np.squeeze(idx, dim)
+    return vals, idx
+
+
+class Sort(_Selection):
+    node_name = "SortBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim=-1, descending=False):
+        if x.ndim == 0:
+            return scalar_selection(ctx, x)
+        idx = _argsort(x, dim, descending)
+        return _finish_selection(ctx, x, idx, dim, True)
+
+
+def _dim_of(x: Tensor, dim: int) -> int:
+    return _wrap_dim(dim, x.ndim)
+
+
+def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    """Sorted values and their indices along ``dim`` (a ``sort`` named tuple)."""
+    v, i = Sort.apply(x, dim=_dim_of(x, dim), descending=descending)
+    return return_types.sort(v, i)
+
+
+def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    if x.ndim == 0:
+        _dim_of(x, dim)
+        return Tensor._make(np.array(0))
+    return Tensor._make(_argsort(x._data, _dim_of(x, dim), descending))
+
+
+def msort(x: Tensor) -> Tensor:
+    return sort(x, 0).values
+
+
+class Topk(_Selection):
+    node_name = "TopkBackward0"
+
+    @staticmethod
+    def forward(ctx, x, k=1, dim=-1, largest=True):
+        if x.ndim == 0:
+            return scalar_selection(ctx, x)
+        idx = _argsort(x, dim, largest)
+        idx = np.take(idx, np.arange(k), axis=dim)
+        return _finish_selection(ctx, x, idx, dim, True)
+
+
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
+    d = _dim_of(x, dim)
+    n = x.shape[d] if x.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    v, i = Topk.apply(x, k=k, dim=d, largest=largest)
+    return return_types.topk(v, i)
+
+
+class Kthvalue(_Selection):
+    node_name = "KthvalueBackward0"
+
+    @staticmethod
+    def forward(ctx, x, k=1, dim=-1, keepdim=False):
+        if x.ndim == 0:
+            return scalar_selection(ctx, x)
+        idx = np.take(_argsort(x, dim, False), [k - 1], axis=dim)
+        return _finish_selection(ctx, x, idx, dim, keepdim)
+
+
+def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    """The k-th smallest value along ``dim`` and its index."""
+    d = _dim_of(x, dim)
+    n = x.shape[d] if x.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    v, i = Kthvalue.apply(x, k=k, dim=d, keepdim=keepdim)
+    return return_types.kthvalue(v, i)
+
+
+class MedianDim(_Selection):
+    node_name = "MedianBackward1"
+
+    @staticmethod
+    def forward(ctx, x, dim=-1, keepdim=False):
+        if x.ndim == 0:
+            return scalar_selection(ctx, x)
+        n = x.shape[dim]
+        idx = np.take(_argsort(x, dim, False), [(n - 1) // 2], axis=dim)
+        if x.dtype.kind == "f":
+            # torch's median propagates NaN: pick the first NaN of a slice that has one.
+            nan = np.isnan(x)
+            has = nan.any(axis=dim, keepdims=True)
+            idx = np.where(has, np.argmax(nan, axis=dim, keepdims=True), idx)
+        return _finish_selection(ctx, x, idx, dim, keepdim)
+
+
+class Median(Op):
+    node_name = "MedianBackward0"
+    saves = (0,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x):
+        if x.size == 0:
+            return np.array(np.nan, dtype=x.dtype)
+        flat = x.reshape(-1)
+        if flat.dtype.kind == "f" and np.isnan(flat).any():
+            return np.array(np.nan, dtype=x.dtype)
+        return np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2]
+
+    @staticmethod
+    def backward(ctx, g):
+        from ember.ops.reduction_minmax import evenly_distribute
+
+        x, out = ctx.saved_tensors
+        return evenly_distribute(g, x, out)
+
+
+def median(x: Tensor, dim: int | None = None, keepdim: bool = False):
+    """Lower median of all elements, or (values, indices) along ``dim``."""
+    if dim is None:
+        return Median.apply(x)
+    d = _dim_of(x, dim)
+    if x.ndim and x.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    v, i = MedianDim.apply(x, dim=d, keepdim=keepdim)
+    return return_types.median(v, i)
+
+
+class Mode(_Selection):
+    node_name = "ModeBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim=-1, keepdim=False):
+        if x.ndim == 0:
+            return scalar_selection(ctx, x)
+        s = np.sort(x, axis=dim)
+        # Count each sorted value's run; the most frequent smallest value wins, as in torch.
+        moved = np.moveaxis(s, dim, -1)
+        n = moved.shape[-1]
+        counts = (moved[..., :, None] == moved[..., None, :]).sum(-1)
+        best = np.take_along_axis(moved, np.argmax(counts, -1)[..., None], -1)
+        # torch reports the last position at which the mode occurs.
+        hit = np.moveaxis(x, dim, -1) == best
+        last = n - 1 - np.argmax(hit[..., ::-1], -1)
+        idx = np.expand_dims(np.moveaxis(last[..., None], -1, dim).squeeze(dim), dim)
+        return _finish_selection(ctx, x, idx, dim, keepdim)
+
+
+def mode(x: Tensor, dim: int = -1, keepdim: bool = False):
+    """Most frequent value along ``dim`` (the smallest on ties) and an index of it."""
+    d = _dim_of(x, dim)
+    v, i = Mode.apply(x, dim=d, keepdim=keepdim)
+    return return_types.mode(v, i)
+
+
+def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
+           return_counts: bool = False, dim: int | None = None):
+    """Unique elements (sorted), optionally with inverse indices and counts."""
+    a = x._data
+    axis = None if dim is None else _dim_of(x, dim)
+    vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=axis)
+    out = [Tensor._make(vals)]
+    if return_inverse:
+        inv = inv.reshape(a.shape) if axis is None else inv.reshape(-1)
+        out.append(Tensor._make(inv.astype(np.int64)))
+    if return_counts:
+        out.append(Tensor._make(counts.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+METHODS = {
+    "sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue,
+    "median": median, "mode": mode, "unique": unique,
+}
+FUNCTIONS = dict(METHODS)

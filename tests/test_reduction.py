@@ -1,0 +1,236 @@
+"""Reductions vs torch: values, dtypes, grad_fn names, gradients, finite differences, errors."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig
+
+import ember
+
+INPUTS = {
+    "2d": lambda: arr(3, 4),
+    "0d": lambda: arr(),
+    "noncontig": lambda: noncontig(3, 4),
+    "negstride": lambda: negstride(3, 4),
+    "3d": lambda: arr(2, 3, 4),
+}
+
+
+def _grad_fn(out):
+    out = out[0] if isinstance(out, tuple) else out
+    return type(out.grad_fn).__name__ if out.grad_fn is not None else None
+
+
+def same_grad_fn(fn, *inputs):
+    """ember and torch name the same backward node."""
+    e, t = check(fn, *inputs)
+    assert _grad_fn(e) == _grad_fn(t), (_grad_fn(e), _grad_fn(t))
+
+
+@pytest.mark.parametrize("kind", list(INPUTS))
+@pytest.mark.parametrize("fn", [
+    lambda m, x: x.sum(),
+    lambda m, x: x.sum(-1),
+    lambda m, x: x.sum((-1,), keepdim=True),
+    lambda m, x: x.mean(),
+    lambda m, x: x.mean(0, keepdim=True),
+    lambda m, x: x.nansum(),
+    lambda m, x: m.nansum(x, -1),
+    lambda m, x: x.nanmean(-1),
+    lambda m, x: x.prod(),
+    lambda m, x: x.prod(0),
+    lambda m, x: x.prod(-1, keepdim=True),
+    lambda m, x: x.logsumexp(-1),
+    lambda m, x: m.logsumexp(x, (-1,), keepdim=True),
+    lambda m, x: m.logsumexp(x, (0, -1)) if x.ndim else x.logsumexp(()),
+    lambda m, x: x.amax(),
+    lambda m, x: x.amin(-1),
+    lambda m, x: x.max(),
+    lambda m, x: x.min(),
+    lambda m, x: x.max(0),
+    lambda m, x: x.min(-1, keepdim=True),
+    lambda m, x: m.max(x, dim=0).values,
+])
+def test_reductions_match_torch(fn, kind):
+    same_grad_fn(fn, INPUTS[kind]())
+
+
+@pytest.mark.parametrize("kind", ["2d", "noncontig", "negstride", "3d"])
+@pytest.mark.parametrize("fn", [
+    lambda m, x: x.var(),
+    lambda m, x: x.std(),
+    lambda m, x: x.std(0),
+    lambda m, x: x.var(-1, keepdim=True),
+    lambda m, x: x.var(0, unbiased=False),
+    lambda m, x: x.std(False),
+    lambda m, x: m.std(x, dim=(0, 1), correction=2),
+    lambda m, x: m.var(x, -1, correction=0),
+    lambda m, x: m.std_mean(x, 0),
+    lambda m, x: m.var_mean(x, dim=-1, keepdim=True),
+    lambda m, x: m.std_mean(x),
+])
+def test_var_std_match_torch(fn, kind):
+    same_grad_fn(fn, INPUTS[kind]())
+
+
+def test_std_mean_single_output_grad():
+    check(lambda m, x: m.std_mean(x, 0)[0] * 2, arr(3, 4))
+    check(lambda m, x: m.var_mean(x, 0)[1] * 2, arr(3, 4))
+
+
+def test_var_dof_warning_and_nan():
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        out = ember.tensor([2.0]).std()
+    assert math.isnan(out.item())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(lambda m, x: m.var(x, correction=3), arr(2), grad=False)
+    check_error(lambda m, x: x.std(), arr(3, dtype="int64"), match="floating point")
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+def test_integer_reduction_dtypes(dtype):
+    x = arr(3, 4, dtype=dtype, low=0, high=4)
+    for fn in [lambda m, x: x.sum(), lambda m, x: x.sum(0), lambda m, x: x.prod(1),
+               lambda m, x: x.nansum(), lambda m, x: x.amax(0), lambda m, x: x.max(),
+               lambda m, x: x.min(1), lambda m, x: x.all(),
+               lambda m, x: x.any(1), lambda m, x: m.count_nonzero(x, 0),
+               lambda m, x: x.logsumexp(1), lambda m, x: x.sum(dtype=m.float64)]:
+        check(fn, x)
+
+
+def test_mean_of_int_errors():
+    check_error(lambda m, x: x.mean(), arr(3, dtype="int64"), match="could not infer output")
+    check_error(lambda m, x: x.nanmean(), arr(3, dtype="int64"))
+
+
+def test_nan_handling():
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, 2.0]], dtype=np.float32)
+    for fn in [lambda m, x: x.nansum(), lambda m, x: x.nansum(1), lambda m, x: x.nanmean(1),
+               lambda m, x: x.max(), lambda m, x: x.amax(0), lambda m, x: x.argmax(),
+               lambda m, x: x.max(1).indices, lambda m, x: x.sum()]:
+        check(fn, x)
+
+
+@pytest.mark.parametrize("x", [
+    np.array([1.0, 0.0, 3.0, 2.0], dtype=np.float32),
+    np.array([0.0, 0.0, 3.0, 2.0], dtype=np.float32),
+    np.array([[1.0, 0.0, 3.0], [2.0, 4.0, 0.5], [0.0, 0.0, 1.0]], dtype=np.float32),
+])
+def test_prod_with_zeros(x):
+    check(lambda m, x: x.prod(), x)
+    check(lambda m, x: x.prod(-1), x)
+    check(lambda m, x: x.prod(0, keepdim=True), x)
+
+
+def test_ties_split_gradient_evenly():
+    x = np.array([[3.0, 1.0, 3.0], [2.0, 2.0, 2.0]], dtype=np.float32)
+    for fn in [lambda m, x: x.max(), lambda m, x: x.amax(1), lambda m, x: x.amin(),
+               lambda m, x: x.amax((0, 1)), lambda m, x: x.min()]:
+        same_grad_fn(fn, x)
+
+
+def test_max_binary_is_maximum():
+    same_grad_fn(lambda m, a, b: m.max(a, b), arr(3, 4), arr(4))
+    same_grad_fn(lambda m, a, b: m.min(a, b), arr(3, 1), arr(4))
+
+
+def test_argmax_argmin():
+    x = arr(3, 4, 5)
+    for fn in [lambda m, x: x.argmax(), lambda m, x: x.argmin(1),
+               lambda m, x: x.argmax(-1, keepdim=True), lambda m, x: m.argmin(x, keepdim=True),
+               lambda m, x: x[0, 0, 0].argmax(0)]:
+        check(fn, x)
+
+
+def test_logsumexp_is_stable():
+    x = np.array([[1000.0, 1000.0], [-1000.0, -1e4], [-np.inf, -np.inf]], dtype=np.float32)
+    check(lambda m, x: x.logsumexp(1), x, grad=False)
+    check(lambda m, x: x[:2].logsumexp(1), x)
+
+
+def test_empty_inputs():
+    e = np.zeros((0, 3), dtype=np.float32)
+    for fn in [lambda m, x: x.sum(), lambda m, x: x.sum(0), lambda m, x: x.mean(0),
+               lambda m, x: x.prod(), lambda m, x: x.prod(0), lambda m, x: x.amax(1),
+               lambda m, x: x.max(1), lambda m, x: x.logsumexp(0),
+               lambda m, x: x.all(), lambda m, x: x.any(0), lambda m, x: x.nansum(1)]:
+        check(fn, e)
+
+
+@pytest.mark.parametrize("fn,match", [
+    (lambda m, x: x[:0].max(), "Expected reduction dim to be specified"),
+    (lambda m, x: x[:0].amax(), "Expected reduction dim to be specified"),
+    (lambda m, x: x[:0].argmax(), "Expected reduction dim to be specified"),
+    (lambda m, x: x[:0].max(0), "Expected reduction dim 0 to have non-zero size"),
+    (lambda m, x: x[:0].amin(0), "Expected reduction dim 0 to have non-zero size"),
+    (lambda m, x: x.sum(2), "Dimension out of range"),
+    (lambda m, x: x.max(-3), "Dimension out of range"),
+    (lambda m, x: x.mean((0, 0)), "appears multiple times"),
+    (lambda m, x: x[0, 0].sum((0, -1)), "appears multiple times"),
+    (lambda m, x: x.max(dim=(0, 1)), None),
+    (lambda m, x: x.prod(dim=(0, 1)), None),
+    (lambda m, x: x.logsumexp(5), "Dimension out of range"),
+])
+def test_errors(fn, match):
+    check_error(fn, arr(3, 4), match=match)
+
+
+def test_return_type_repr_and_fields():
+    x = ember.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
+    r = x.max(1)
+    assert repr(r) == ("ember.return_types.max(\nvalues=tensor([5., 6.]),\n"
+                       "indices=tensor([1, 2]))")
+    assert repr(r).replace("ember", "torch") == repr(torch.tensor(x.numpy()).max(1))
+    v, i = r
+    assert r.values is v and r.indices is i and r[0] is v
+    assert isinstance(r, tuple) and isinstance(r, ember.return_types.max)
+
+
+def test_all_any_count_nonzero():
+    x = arr(3, 4, dtype="int64", low=0, high=2)
+    for fn in [lambda m, x: x.all(), lambda m, x: x.any(), lambda m, x: x.all(1),
+               lambda m, x: m.any(x, 0, keepdim=True), lambda m, x: m.all(x, (0, 1)),
+               lambda m, x: m.count_nonzero(x), lambda m, x: m.count_nonzero(x, (0, 1)),
+               lambda m, x: x.bool().all(0)]:
+        check(fn, x)
+
+
+def test_float32_stays_float32():
+    x = ember.tensor(arr(5))
+    for out in [x.var(), x.std(0), x.logsumexp(0), x.prod(), x.nanmean(), x.norm()]:
+        assert out.dtype is ember.float32
+
+
+F64 = [
+    lambda x: x.prod(1),
+    lambda x: x.prod(),
+    lambda x: x.var(0),
+    lambda x: x.std(1, keepdim=True),
+    lambda x: ember.std_mean(x, 0)[0] + ember.std_mean(x, 0)[1] * 2,
+    lambda x: ember.var_mean(x)[0] * ember.var_mean(x)[1],
+    lambda x: x.logsumexp(1),
+    lambda x: x.amax(0) * x.sum(),
+    lambda x: x.max(1).values ** 2,
+    lambda x: x.min() * x,
+    lambda x: x.nansum(0) ** 2,
+    lambda x: x.nanmean() * x,
+    lambda x: x.sum((0, 1)) * x,
+]
+
+
+@pytest.mark.parametrize("fn", F64)
+def test_fd_and_gradgrad(fn):
+    x = arr(3, 4, dtype="float64")
+    fd_check(fn, x)
+    gradgrad_check(fn, x)
+
+
+def test_prod_zero_fd():
+    x = np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]])
+    fd_check(lambda t: t.prod(1), x)
+    fd_check(lambda t: t.prod(), x)
+    gradgrad_check(lambda t: t.prod(1), x)
