@@ -128,3 +128,71 @@ def test_conv_speed_shape_sanity():
     out = ember.nn.functional.conv2d(x, w, padding=1)
     assert out.shape == (8, 64, 14, 14)
     assert np.isfinite(out.numpy()).all()
+
+
+# --- layers ----------------------------------------------------------------------------------
+
+CONV_LAYERS = [
+    ("Conv2d", (3, 4, 3), {}, (2, 3, 7, 6)),
+    ("Conv2d", (4, 6, (3, 2)), {"stride": 2, "padding": 1, "groups": 2, "bias": False},
+     (2, 4, 7, 6)),
+    ("Conv2d", (3, 4, 3), {"padding": "same", "dilation": 2}, (2, 3, 7, 6)),
+    ("Conv2d", (3, 4, 3), {"padding": 2, "padding_mode": "reflect"}, (2, 3, 7, 6)),
+    ("Conv2d", (3, 4, 3), {"padding": (1, 2), "padding_mode": "replicate"}, (2, 3, 7, 6)),
+    ("Conv2d", (3, 4, 4), {"padding": "same", "padding_mode": "circular"}, (2, 3, 7, 6)),
+    ("Conv2d", (3, 4, 3), {"padding": "valid"}, (3, 7, 6)),
+    ("Conv1d", (3, 4, 3), {"stride": 2, "padding": 1}, (2, 3, 9)),
+    ("Conv1d", (3, 4, 3), {"padding": 1, "padding_mode": "circular"}, (2, 3, 9)),
+    ("ConvTranspose2d", (4, 6, 3), {"stride": 2, "padding": 1, "output_padding": 1,
+                                    "groups": 2}, (2, 4, 5, 5)),
+    ("ConvTranspose2d", (4, 3, (2, 3)), {"dilation": 2, "bias": False}, (2, 4, 5, 5)),
+    ("ConvTranspose1d", (4, 3, 3), {"stride": 3}, (2, 4, 5)),
+]
+
+
+@pytest.mark.parametrize("name,args,kw,shape", CONV_LAYERS)
+def test_conv_layers(name, args, kw, shape):
+    import torch
+    from layer_oracle import assert_same_structure, compare_layer
+
+    e, t = getattr(ember.nn, name)(*args, **kw), getattr(torch.nn, name)(*args, **kw)
+    assert_same_structure(e, t)
+    compare_layer(e, t, arr(*shape), atol=1e-4)
+    compare_layer(e, t, arr(*shape), train=False, atol=1e-4, copy=False)
+
+
+def test_conv_transpose_output_size():
+    import torch
+    from layer_oracle import compare_layer
+
+    e, t = ember.nn.ConvTranspose2d(2, 3, 3, stride=2), torch.nn.ConvTranspose2d(2, 3, 3, stride=2)
+    compare_layer(e, t, arr(1, 2, 4, 4), forward=lambda m, x: m(x, output_size=[10, 9]))
+
+
+def test_conv_default_init_statistics():
+    ember.manual_seed(0)
+    layer = ember.nn.Conv2d(16, 64, 3)
+    w, b = layer.weight.detach().numpy(), layer.bias.detach().numpy()
+    bound = 1 / np.sqrt(16 * 9)  # kaiming_uniform(a=sqrt(5)) and the bias both give 1/sqrt(fan_in)
+    assert w.shape == (64, 16, 3, 3) and w.dtype == np.float32
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.95 * bound
+    assert abs(w.std() - bound / np.sqrt(3)) < 0.02 * bound
+    assert abs(w.mean()) < 0.02 * bound
+    assert np.abs(b).max() <= bound and b.std() > 0.4 * bound
+    assert layer.weight.requires_grad and isinstance(layer.weight, ember.nn.Parameter)
+
+
+@pytest.mark.parametrize("kw,match,exc", [
+    ({"groups": 0}, "groups must be a positive integer", ValueError),
+    ({"groups": 2}, "in_channels must be divisible by groups", ValueError),
+    ({"padding": "foo"}, "Invalid padding string 'foo'", ValueError),
+    ({"padding": "same", "stride": 2}, "padding='same' is not supported for strided", ValueError),
+    ({"padding_mode": "bad"}, "padding_mode must be one of", ValueError),
+])
+def test_conv_layer_errors(kw, match, exc):
+    import torch
+
+    with pytest.raises(exc, match=match.replace("(", r"\(")):
+        torch.nn.Conv2d(3, 4, 3, **kw)
+    with pytest.raises(exc, match=match.replace("(", r"\(")):
+        ember.nn.Conv2d(3, 4, 3, **kw)
