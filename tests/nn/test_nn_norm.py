@@ -105,3 +105,59 @@ def test_layer_norm_fd_gradgrad():
 ])
 def test_norm_errors(fn, shape, match):
     check_error(fn, arr(*shape), match=match)
+
+
+# --- layers ----------------------------------------------------------------------------------
+
+NORM_LAYERS = [
+    ("BatchNorm2d", (3,), {}, (4, 3, 5, 5)),
+    ("BatchNorm2d", (3,), {"momentum": None}, (4, 3, 5, 5)),
+    ("BatchNorm2d", (3,), {"affine": False, "eps": 1e-3}, (4, 3, 5, 5)),
+    ("BatchNorm2d", (3,), {"bias": False}, (4, 3, 5, 5)),
+    ("BatchNorm1d", (3,), {"track_running_stats": False}, (4, 3)),
+    ("BatchNorm1d", (3,), {"momentum": 0.5}, (4, 3, 6)),
+    ("LayerNorm", (5,), {}, (2, 4, 5)),
+    ("LayerNorm", ((4, 5),), {"elementwise_affine": False}, (2, 4, 5)),
+    ("LayerNorm", ([5],), {"bias": False, "eps": 1e-3}, (2, 4, 5)),
+    ("GroupNorm", (2, 4), {}, (3, 4, 5)),
+    ("GroupNorm", (4, 4), {"affine": False}, (3, 4, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("name,args,kw,shape", NORM_LAYERS)
+def test_norm_layers(name, args, kw, shape):
+    import torch
+    from layer_oracle import assert_same_structure, compare_layer
+
+    e, t = getattr(ember.nn, name)(*args, **kw), getattr(torch.nn, name)(*args, **kw)
+    assert_same_structure(e, t)
+    with torch.no_grad():  # non-trivial affine parameters
+        for p in t.parameters():
+            p.copy_(torch.randn(p.shape))
+    for step in range(3):  # running statistics over several steps, then eval
+        compare_layer(e, t, arr(*shape), atol=1e-4, copy=step == 0)
+    compare_layer(e, t, arr(*shape), train=False, atol=1e-4, copy=False)
+
+
+def test_batchnorm_buffers_and_errors():
+    import torch
+
+    e = ember.nn.BatchNorm2d(3)
+    assert list(e.state_dict()) == ["weight", "bias", "running_mean", "running_var",
+                                    "num_batches_tracked"]
+    assert e.num_batches_tracked.dtype == ember.int64
+    e(ember.tensor(arr(2, 3, 2, 2)))
+    e(ember.tensor(arr(2, 3, 2, 2)))
+    assert e.num_batches_tracked.item() == 2
+    e.eval()
+    e(ember.tensor(arr(1, 3, 1, 1)))  # one value per channel is fine in eval mode
+    assert e.num_batches_tracked.item() == 2
+    for lib in (torch, ember):
+        with pytest.raises(ValueError, match="Expected more than 1 value per channel when "
+                                             "training, got input size"):
+            lib.nn.BatchNorm1d(3)(lib.zeros(1, 3))
+        with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+            lib.nn.BatchNorm2d(3)(lib.zeros(2, 3, 4))
+        with pytest.raises(ValueError, match=r"num_channels \(3\) must be divisible by "
+                                             r"num_groups \(2\)"):
+            lib.nn.GroupNorm(2, 3)

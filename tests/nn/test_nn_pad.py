@@ -90,3 +90,48 @@ def test_interpolate_fd_and_name():
 ])
 def test_pad_interp_errors(fn, shape, match):
     check_error(fn, arr(*shape), match=match)
+
+
+# --- layers ----------------------------------------------------------------------------------
+
+PAD_LAYERS = [
+    ("ZeroPad2d", (2,), (2, 3, 4, 4)),
+    ("ZeroPad1d", ((1, 2),), (2, 3, 4)),
+    ("ConstantPad1d", ((1, 2), 3.5), (2, 3, 4)),
+    ("ConstantPad2d", (1, -1.0), (2, 3, 4, 4)),
+    ("ConstantPad3d", (1, 0.5), (1, 2, 3, 4, 4)),
+    ("ReflectionPad1d", (2,), (2, 3, 4)),
+    ("ReflectionPad2d", ((1, 2, 0, 3),), (2, 3, 4, 4)),
+    ("ReflectionPad3d", (1,), (1, 2, 3, 4, 4)),
+    ("ReplicationPad1d", ((3, 1),), (2, 3, 4)),
+    ("ReplicationPad2d", (2,), (2, 3, 4, 4)),
+    ("CircularPad1d", (2,), (2, 3, 4)),
+    ("CircularPad2d", ((1, 2, 0, 3),), (2, 3, 4, 4)),
+]
+
+
+@pytest.mark.parametrize("name,args,shape", PAD_LAYERS)
+def test_pad_layers(name, args, shape):
+    import torch
+    from layer_oracle import assert_same_structure, compare_layer
+
+    e, t = getattr(ember.nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert_same_structure(e, t)
+    compare_layer(e, t, arr(*shape))
+
+
+@pytest.mark.parametrize("name,kw,shape", [
+    ("Upsample", {"scale_factor": 2}, (2, 3, 4, 4)),
+    ("Upsample", {"scale_factor": (2, 3)}, (2, 3, 4, 4)),
+    ("Upsample", {"size": (5, 7), "mode": "bilinear"}, (2, 3, 4, 4)),
+    ("Upsample", {"size": 9, "mode": "linear", "align_corners": True}, (2, 3, 4)),
+    ("UpsamplingNearest2d", {"scale_factor": 2}, (2, 3, 4, 4)),
+    ("UpsamplingBilinear2d", {"size": (6, 5)}, (2, 3, 4, 4)),
+])
+def test_upsample_layers(name, kw, shape):
+    import torch
+    from layer_oracle import assert_same_structure, compare_layer
+
+    e, t = getattr(ember.nn, name)(**kw), getattr(torch.nn, name)(**kw)
+    assert_same_structure(e, t)
+    compare_layer(e, t, arr(*shape))

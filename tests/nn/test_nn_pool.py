@@ -131,3 +131,32 @@ def test_pool_fd_and_double_backward(fn):
 ])
 def test_pool_errors(fn, shape, match):
     check_error(fn, arr(*shape), match=match)
+
+
+# --- layers ----------------------------------------------------------------------------------
+
+POOL_LAYERS = [
+    ("MaxPool2d", (2,), {}, (2, 3, 8, 8)),
+    ("MaxPool2d", ((2, 3),), {"padding": 1, "ceil_mode": True, "return_indices": True},
+     (2, 3, 7, 8)),
+    ("MaxPool1d", (3, 2), {"dilation": 2}, (2, 3, 11)),
+    ("AvgPool2d", (3,), {"stride": 2, "padding": 1, "count_include_pad": False}, (2, 3, 7, 8)),
+    ("AvgPool2d", (3,), {"divisor_override": 2}, (2, 3, 7, 8)),
+    ("AvgPool1d", (3,), {"ceil_mode": True}, (2, 3, 10)),
+    ("AdaptiveAvgPool2d", ((5, 7),), {}, (2, 3, 8, 9)),
+    ("AdaptiveAvgPool2d", ((None, 2),), {}, (2, 3, 8, 9)),
+    ("AdaptiveAvgPool1d", (3,), {}, (2, 3, 8)),
+    ("AdaptiveMaxPool2d", (3,), {"return_indices": True}, (2, 3, 8, 9)),
+    ("AdaptiveMaxPool1d", (3,), {}, (2, 3, 8)),
+]
+
+
+@pytest.mark.parametrize("name,args,kw,shape", POOL_LAYERS)
+def test_pool_layers(name, args, kw, shape):
+    import torch
+    from layer_oracle import assert_same_structure, compare_layer
+
+    e, t = getattr(ember.nn, name)(*args, **kw), getattr(torch.nn, name)(*args, **kw)
+    assert_same_structure(e, t)
+    compare_layer(e, t, arr(*shape))
+    compare_layer(e, t, arr(*shape), train=False)
