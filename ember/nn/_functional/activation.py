@@ -1,0 +1,155 @@
+"""Functional activations: relu, gelu, softmax, ... (``inplace=True`` where torch has it)."""
+
+from __future__ import annotations
+
+from ember._tensor import Tensor
+from ember.ops import activation as A
+from ember.ops.inplace import apply_inplace
+from ember.ops.pointwise import sigmoid as _sigmoid
+from ember.ops.pointwise import tanh as _tanh
+from ember.ops.pointwise_more import abs as _abs
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _maybe_inplace(x: Tensor, inplace: bool, fn, **kw) -> Tensor:
+    if inplace:
+        return apply_inplace(x, lambda t: fn(t, **kw))
+    return fn(x, **kw)
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input: Tensor) -> Tensor:
+    return input.relu_()
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _maybe_inplace(input, inplace, A.Hardtanh.apply, min_val=min_val, max_val=max_val)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _maybe_inplace(input, inplace, A.LeakyRelu.apply, negative_slope=negative_slope)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _maybe_inplace(input, inplace, A.Elu.apply, alpha=alpha)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _maybe_inplace(input, inplace, A.Elu.apply, alpha=_SELU_ALPHA, scale=_SELU_SCALE)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _maybe_inplace(input, inplace, A.Celu.apply, alpha=alpha, input_scale=1.0 / alpha)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    return A.gelu(input, approximate)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _maybe_inplace(input, inplace, A.Silu.apply)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    return _maybe_inplace(input, inplace, A.Mish.apply)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    return _maybe_inplace(input, inplace, A.Hardsigmoid.apply)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    return _maybe_inplace(input, inplace, A.Hardswish.apply)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return _sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    return _tanh(input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    return A.LogSigmoid.apply(input)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return A.Softplus.apply(input, beta=beta, threshold=threshold)
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (_abs(input) + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - input.tanh()
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    return _maybe_inplace(input, inplace, A.Threshold.apply, threshold=threshold, value=value)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return _maybe_inplace(input, True, A.Threshold.apply, threshold=threshold, value=value)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    return A.prelu(input, weight)
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    return A.softmax(input, dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype=None) -> Tensor:
+    return A.log_softmax(input, dim, dtype)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    if dim is None:
+        dim = A._softmax_dim("softmin", input.ndim)
+    return A.softmax(-input if dtype is None else -input.to(dtype), dim)
+
+
+__all__ = [
+    "relu", "relu_", "relu6", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "elu",
+    "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "hardsigmoid",
+    "hardswish", "sigmoid", "tanh", "logsigmoid", "softplus", "softsign", "tanhshrink",
+    "threshold", "threshold_", "prelu", "softmax", "log_softmax", "softmin",
+]

@@ -1,0 +1,101 @@
+"""Dropout: elementwise (dropout) and channel-wise (dropout1d/2d/3d) masks, scaled by 1/(1-p).
+
+The result is ``input * mask`` (MulBackward0 with a constant mask), as torch records it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ember._random import rng
+from ember._tensor import Tensor
+from ember.ops.inplace import apply_inplace
+
+
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _masked(input: Tensor, p: float, mask_shape: tuple, inplace: bool) -> Tensor:
+    dt = input._data.dtype
+    if p == 1.0:
+        mask = np.zeros(mask_shape, dtype=dt)
+    else:
+        keep = rng(None).random(mask_shape, dtype=np.float64) >= p
+        mask = keep.astype(dt) * np.asarray(1.0 / (1.0 - p), dtype=dt)
+    m = Tensor._make(mask)
+    if inplace:
+        return apply_inplace(input, lambda t: t * m)
+    return input * m
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` (in training) and scale the rest by 1/(1-p)."""
+    _check_p(p)
+    if not training:
+        return input
+    return _masked(input, p, input._data.shape, inplace)
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
+                     batched: bool) -> Tensor:
+    if not training:
+        return input
+    shape = input._data.shape
+    lead = 2 if batched else 1
+    mask_shape = shape[:lead] + (1,) * (len(shape) - lead)
+    return _masked(input, p, mask_shape, inplace)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of (N, C, L) or (C, L) input."""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout on "
+                           "inputs with 1 spatial dimension, a channel dimension, and an optional "
+                           "batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, input.ndim == 3)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of (N, C, H, W) or (C, H, W) input."""
+    _check_p(p)
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                      "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                      "where C is the channel dim. This behavior will change in a future release "
+                      "to interpret the input as one without a batch dimension, i.e. shape (C, "
+                      "H, W). To maintain the 1D channel-wise dropout behavior, please switch to "
+                      "using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, True)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input."""
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 4D or 5D inputs).", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, input.ndim == 5)
+
+
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]

@@ -1,0 +1,46 @@
+"""linear and bilinear: ``F.linear`` lands in one fused addmm (AddmmBackward0), as in torch."""
+
+from __future__ import annotations
+
+from ember._tensor import Tensor
+from ember.ops.linalg import addmm, matmul, mm
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``; 2-D input with bias is a single ``addmm``."""
+    wt = weight.t()
+    if input.ndim == 2:
+        return addmm(bias, input, wt) if bias is not None else mm(input, wt)
+    if bias is None or input.ndim == 0:
+        return matmul(input, wt)
+    # N-D input: fold the batch dims into one, as torch's linear does (View over Addmm).
+    lead = input.shape[:-1]
+    out = addmm(bias, input.reshape(-1, input.shape[-1]), wt)
+    return out.view(*lead, out.shape[-1])
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    """``y[..., o] = x1[..., i] W[o, i, j] x2[..., j] + b[o]``."""
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    out_f, in1, in2 = weight.shape
+    if input1.shape[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {in1}")
+    if input2.shape[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {in2}")
+    lead = input1.shape[:-1]
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    # (N, in1) @ (in1, out*in2) -> (N, out, in2), then contract in2 with x2.
+    t = mm(x1, weight.permute(1, 0, 2).reshape(in1, out_f * in2)).view(-1, out_f, in2)
+    y = (t * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        y = y + bias
+    return y.view(*lead, out_f)
+
+
+__all__ = ["linear", "bilinear"]

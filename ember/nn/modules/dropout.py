@@ -1,0 +1,43 @@
+"""Dropout layers: active in training mode, the identity in eval mode."""
+
+from __future__ import annotations
+
+from ember._tensor import Tensor
+from ember.nn._functional import dropout as F
+from ember.nn.modules.module import Module
+
+
+class _DropoutNd(Module):
+    _fn = None
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self)._fn(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    _fn = staticmethod(F.dropout)
+
+
+class Dropout1d(_DropoutNd):
+    _fn = staticmethod(F.dropout1d)
+
+
+class Dropout2d(_DropoutNd):
+    _fn = staticmethod(F.dropout2d)
+
+
+class Dropout3d(_DropoutNd):
+    _fn = staticmethod(F.dropout3d)
+
+
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]

@@ -1,0 +1,387 @@
+"""Fused activation functions: softmax and log_softmax (stable), GELU, ELU family, ...
+
+Each is one node with torch's ``grad_fn`` name. Forward runs on arrays; backward is written with
+ember ops (piecewise derivatives as constant masks times Tensors), so it is differentiable again.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ember._tensor import Tensor, _wrap_dim
+from ember.autograd.function import Op
+from ember.ops._promote import cast, float_arg
+from ember.ops.pointwise import sigmoid, where
+
+
+def _const(mask: np.ndarray, like: np.ndarray) -> Tensor:
+    """A constant (no-grad) tensor of ``like``'s dtype, e.g. a 0/1 derivative mask."""
+    return Tensor._make(np.asarray(mask, dtype=like.dtype))
+
+
+# --- softmax family -------------------------------------------------------------------------
+
+
+def _stable_shift(x: np.ndarray, dim: int) -> np.ndarray:
+    m = x.max(axis=dim, keepdims=True)
+    # All -inf rows would give nan from (-inf) - (-inf); torch returns nan there too, but an
+    # infinite max must not poison finite rows.
+    m[~np.isfinite(m)] = 0
+    return x - m
+
+
+class Softmax(Op):
+    node_name = "SoftmaxBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x, dim=-1):
+        ctx.dim = dim
+        if x.size == 0:
+            return x.copy()
+        e = np.exp(_stable_shift(x, dim))
+        e /= e.sum(axis=dim, keepdims=True)
+        return e
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        gy = g * y
+        return gy - y * gy.sum(ctx.dim, keepdim=True)
+
+
+class LogSoftmax(Op):
+    node_name = "LogSoftmaxBackward0"
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x, dim=-1):
+        ctx.dim = dim
+        if x.size == 0:
+            return x.copy()
+        s = _stable_shift(x, dim)
+        s -= np.log(np.exp(s).sum(axis=dim, keepdims=True))
+        return s
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g - y.exp() * g.sum(ctx.dim, keepdim=True)
+
+
+def _softmax_dim(name: str, ndim: int, stacklevel: int = 4) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  "include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax_input(x: Tensor, dim, dtype, name: str):
+    if dim is None:
+        dim = _softmax_dim(name, x.ndim)
+    dim = _wrap_dim(dim, x.ndim)
+    if dtype is not None:
+        from ember import _dtype
+
+        x = cast(x, _dtype.to_dtype(dtype))
+    elif not x.dtype.is_floating_point:
+        raise RuntimeError(f'"{name}_lastdim_kernel_impl" not implemented for '
+                           f"'{x.dtype.name.capitalize()}'".replace("Int64", "Long"))
+    return x, dim
+
+
+def softmax(x: Tensor, dim: int | None = None, dtype=None, *, _stacklevel: int = 3) -> Tensor:
+    """``exp(x) / exp(x).sum(dim)``, computed from ``x - max`` so it never overflows."""
+    x, dim = _softmax_input(x, dim, dtype, "softmax")
+    if x.ndim == 0:
+        return Softmax.apply(x.reshape(1), dim=0).reshape(())
+    return Softmax.apply(x, dim=dim)
+
+
+def log_softmax(x: Tensor, dim: int | None = None, dtype=None, *,
+                _stacklevel: int = 3) -> Tensor:
+    """``x - logsumexp(x, dim)``: stable, one node."""
+    x, dim = _softmax_input(x, dim, dtype, "log_softmax")
+    if x.ndim == 0:
+        return LogSoftmax.apply(x.reshape(1), dim=0).reshape(())
+    return LogSoftmax.apply(x, dim=dim)
+
+
+# --- erf and GELU -----------------------------------------------------------------------------
+
+_erf_obj = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """Exact erf elementwise (NumPy has none; math.erf is correctly rounded)."""
+    return _erf_obj(x).astype(x.dtype, copy=False) if x.ndim else \
+        np.asarray(math.erf(float(x)), dtype=x.dtype)
+
+
+class Erf(Op):
+    node_name = "ErfBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x):
+        return _erf(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x * x).neg().exp() * (2 / math.sqrt(math.pi))
+
+
+_SQRT1_2 = 1 / math.sqrt(2)
+_SQRT_2_PI = math.sqrt(2 / math.pi)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+class Gelu(Op):
+    node_name = "GeluBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, approximate="none"):
+        ctx.approximate = approximate
+        if approximate == "tanh":
+            inner = _SQRT_2_PI * (x + 0.044715 * x**3)
+            return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype, copy=False)
+        return (0.5 * x * (1 + _erf(x * _SQRT1_2))).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            inner = (x + x * x * x * 0.044715) * _SQRT_2_PI
+            t = inner.tanh()
+            dinner = (x * x * (3 * 0.044715) + 1) * _SQRT_2_PI
+            return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner)
+        cdf = (Erf.apply(x * _SQRT1_2) + 1) * 0.5
+        pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+        return g * (cdf + x * pdf)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return Gelu.apply(float_arg(x), approximate=approximate)
+
+
+def erf(x: Tensor) -> Tensor:
+    return Erf.apply(float_arg(x))
+
+
+# --- piecewise activations ------------------------------------------------------------------
+
+
+class Elu(Op):
+    """ELU / SELU / CELU: ``scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1))``."""
+
+    node_name = "EluBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, alpha=1.0, scale=1.0, input_scale=1.0):
+        ctx.params = (alpha, scale, input_scale)
+        neg = np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale)
+        return np.where(x > 0, x * scale, neg).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        alpha, scale, input_scale = ctx.params
+        pos = x._data > 0
+        neg = (x * input_scale).exp() * (alpha * scale * input_scale)
+        return g * where(Tensor._make(pos), scale, neg)
+
+
+class Celu(Elu):
+    node_name = "CeluBackward0"
+
+
+class LeakyRelu(Op):
+    node_name = "LeakyReluBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, negative_slope=0.01):
+        ctx.slope = negative_slope
+        return np.where(x > 0, x, x * np.asarray(negative_slope, x.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * _const(np.where(x._data > 0, 1, ctx.slope), x._data)
+
+
+class Hardtanh(Op):
+    node_name = "HardtanhBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, min_val=-1.0, max_val=1.0):
+        ctx.bounds = (min_val, max_val)
+        return np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        lo, hi = ctx.bounds
+        return g * _const((x._data > lo) & (x._data < hi), x._data)
+
+
+class Hardsigmoid(Op):
+    node_name = "HardsigmoidBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x):
+        return (np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * _const(((x._data > -3) & (x._data < 3)) / 6, x._data)
+
+
+class Hardswish(Op):
+    node_name = "HardswishBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x):
+        return (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        a = x._data
+        mid = _const((a >= -3) & (a <= 3), a)
+        hi = _const(a > 3, a)
+        return g * (mid * (x / 3 + 0.5) + hi)
+
+
+class Silu(Op):
+    node_name = "SiluBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x):
+        e = np.exp(-np.abs(x))
+        s = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        return (x * s).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = sigmoid(x)
+        return g * s * (x * (1 - s) + 1)
+
+
+def _softplus_np(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
+    bx = x * np.asarray(beta, x.dtype)
+    soft = np.logaddexp(np.zeros((), x.dtype), bx) / np.asarray(beta, x.dtype)
+    return np.where(bx > threshold, x, soft).astype(x.dtype, copy=False)
+
+
+class Softplus(Op):
+    node_name = "SoftplusBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, beta=1.0, threshold=20.0):
+        ctx.params = (beta, threshold)
+        return _softplus_np(x, beta, threshold)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        beta, threshold = ctx.params
+        big = Tensor._make(x._data * beta > threshold)
+        return g * where(big, 1.0, sigmoid(x * beta))
+
+
+class Mish(Op):
+    node_name = "MishBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x):
+        return (x * np.tanh(_softplus_np(x, 1.0, 20.0))).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        t = Softplus.apply(x, beta=1.0, threshold=20.0).tanh()
+        return g * (t + x * sigmoid(x) * (1 - t * t))
+
+
+class LogSigmoid(Op):
+    node_name = "LogSigmoidBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x):
+        return -np.logaddexp(np.zeros((), x.dtype), -x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * sigmoid(-x)
+
+
+class Threshold(Op):
+    node_name = "ThresholdBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, threshold=0.0, value=0.0):
+        ctx.threshold = threshold
+        return np.where(x > threshold, x, np.asarray(value, x.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * _const(x._data > ctx.threshold, x._data)
+
+
+class PreluKernel(Op):
+    """PReLU with the weight already viewed to broadcast over the channel dim."""
+
+    node_name = "PreluKernelBackward0"
+    saves = (0, 1)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, x, w):
+        return np.where(x > 0, x, w * x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        pos = Tensor._make(x._data > 0)
+        need = ctx.needs_input_grad
+        gx = g * where(pos, 1.0, w) if need[0] else None
+        gw = g * where(pos, 0.0, x) if need[1] else None
+        return gx, gw
+
+
+def prelu(x: Tensor, weight: Tensor) -> Tensor:
+    n = weight.numel()
+    channels = x.shape[1] if x.ndim >= 2 else 1
+    if n != 1 and (x.ndim == 0 or n != channels):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                           f"parameter numbers = {n} and channel size = {channels}.")
+    if x.ndim >= 2:
+        w = weight.view(*([1, n] + [1] * (x.ndim - 2))) if n != 1 else weight.view(
+            *([1] * x.ndim))
+    else:
+        w = weight.view(*([n] if x.ndim == 1 else []))
+    return PreluKernel.apply(x, w)
+
+
+METHODS = {"softmax": softmax, "log_softmax": log_softmax, "erf": erf}
+FUNCTIONS = {"softmax": softmax, "log_softmax": log_softmax, "erf": erf, "prelu": prelu}

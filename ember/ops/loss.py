@@ -1,0 +1,205 @@
+"""Fused loss primitives: nll_loss (behind cross entropy), mse, smooth L1, Huber, BCE.
+
+Each is one node with torch's ``grad_fn`` name; ``reduction`` ('none' | 'mean' | 'sum') is applied
+inside. Class weights, targets of nll and pos_weight are constants (torch gives them no grad).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember._tensor import Tensor
+from ember.autograd.function import Op
+from ember.ops.activation import LogSigmoid
+from ember.ops.pointwise import sigmoid, where
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduce(loss: np.ndarray, reduction: str) -> np.ndarray:
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum(dtype=loss.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return loss.mean(dtype=loss.dtype) if loss.size else np.asarray(np.nan, loss.dtype)
+
+
+def _scaled(g: Tensor, ctx) -> Tensor:
+    """The upstream gradient of a reduced loss, scaled for 'mean'."""
+    return g / ctx.n if ctx.reduction == "mean" else g
+
+
+class NllLoss(Op):
+    """``-w[t] * x[n, t]`` picked along the class dim 1; mean divides by the total weight."""
+
+    node_name = "NllLossBackward0"
+
+    @staticmethod
+    def forward(ctx, x, target=None, weight=None, reduction="mean", ignore_index=-100):
+        xa = x if x.ndim > 1 else x[None]
+        t = target if x.ndim > 1 else target.reshape(1)
+        valid = t != ignore_index
+        tc = np.where(valid, t, 0)
+        bad = (tc < 0) | (tc >= xa.shape[1])
+        if bad.any():
+            raise IndexError(f"Target {int(tc[bad].flat[0])} is out of bounds.")
+        w = (weight[tc] if weight is not None else np.ones(tc.shape, x.dtype)) * valid
+        w = w.astype(x.dtype, copy=False)
+        picked = np.take_along_axis(xa, tc[:, None], axis=1)[:, 0]
+        loss = -picked * w
+        if reduction == "mean":
+            denom = w.sum(dtype=x.dtype)
+            coef = -w / denom if denom != 0 else np.full_like(w, np.nan)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = loss.sum(dtype=x.dtype) / denom
+        elif reduction == "sum":
+            coef, out = -w, loss.sum(dtype=x.dtype)
+        else:
+            coef, out = -w, (loss if x.ndim > 1 else loss.reshape(target.shape))
+        ctx.tc, ctx.coef, ctx.xshape, ctx.reduction = tc, coef, x.shape, reduction
+        return np.asarray(out, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        tc = ctx.tc
+        xshape = ctx.xshape if len(ctx.xshape) > 1 else (1, *ctx.xshape)
+        m = np.zeros(xshape, dtype=ctx.coef.dtype)
+        np.put_along_axis(m, tc[:, None], ctx.coef[:, None], axis=1)
+        mask = Tensor._make(m.reshape(ctx.xshape))
+        if ctx.reduction == "none" and len(ctx.xshape) > 1:
+            g = g.unsqueeze(1)
+        return g * mask
+
+
+class MseLoss(Op):
+    node_name = "MseLossBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, t, reduction="mean"):
+        ctx.reduction, ctx.n = reduction, x.size
+        d = x - t
+        return _reduce(d * d, reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        gx = (x - t) * _scaled(g, ctx) * 2
+        need = ctx.needs_input_grad
+        return (gx if need[0] else None), (-gx if need[1] else None)
+
+
+class SmoothL1Loss(Op):
+    node_name = "SmoothL1LossBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, t, reduction="mean", beta=1.0):
+        ctx.reduction, ctx.n, ctx.beta = reduction, x.size, beta
+        z = np.abs(x - t)
+        if beta == 0:
+            return _reduce(z, reduction)
+        loss = np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta).astype(x.dtype, copy=False)
+        return _reduce(loss, reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        d = x - t
+        a, beta = d._data, ctx.beta
+        sign = Tensor._make(np.sign(a))
+        inside = Tensor._make(np.abs(a) < beta)
+        gx = where(inside, d / beta, sign) * _scaled(g, ctx) if beta else \
+            sign * _scaled(g, ctx)
+        need = ctx.needs_input_grad
+        return (gx if need[0] else None), (-gx if need[1] else None)
+
+
+class HuberLoss(Op):
+    node_name = "HuberLossBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, t, reduction="mean", delta=1.0):
+        ctx.reduction, ctx.n, ctx.delta = reduction, x.size, delta
+        z = np.abs(x - t)
+        loss = np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+        return _reduce(loss.astype(x.dtype, copy=False), reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        d = x - t
+        a, delta = d._data, ctx.delta
+        clipped = Tensor._make(np.sign(a) * np.asarray(delta, a.dtype))
+        gx = where(Tensor._make(np.abs(a) < delta), d, clipped) * _scaled(g, ctx)
+        need = ctx.needs_input_grad
+        return (gx if need[0] else None), (-gx if need[1] else None)
+
+
+class BinaryCrossEntropy(Op):
+    """``-w * (t * log(x) + (1 - t) * log(1 - x))`` with both logs clamped at -100."""
+
+    node_name = "BinaryCrossEntropyBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, t, weight=None, reduction="mean"):
+        if ((x < 0) | (x > 1)).any():
+            raise RuntimeError("all elements of input should be between 0 and 1")
+        ctx.reduction, ctx.n, ctx.weight = reduction, x.size, weight
+        with np.errstate(divide="ignore"):
+            loss = (t - 1) * np.maximum(np.log1p(-x), -100) - t * np.maximum(np.log(x), -100)
+        if weight is not None:
+            loss = loss * weight
+        return _reduce(loss.astype(x.dtype, copy=False), reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        g = _scaled(g, ctx)
+        if ctx.weight is not None:
+            g = g * Tensor._make(ctx.weight)
+        need = ctx.needs_input_grad
+        gx = gt = None
+        if need[0]:
+            gx = g * (x - t) / ((1 - x) * x).clamp_min(1e-12)
+        if need[1]:
+            gt = g * ((-x).log1p().clamp_min(-100) - x.log().clamp_min(-100))
+        return gx, gt
+
+
+class BinaryCrossEntropyWithLogits(Op):
+    """BCE on logits: ``(1 - t) * x + lw * softplus(-x)``, ``lw = 1 + (pos_weight - 1) * t``."""
+
+    node_name = "BinaryCrossEntropyWithLogitsBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, t, weight=None, pos_weight=None, reduction="mean"):
+        ctx.reduction, ctx.n, ctx.weight, ctx.pos_weight = reduction, x.size, weight, pos_weight
+        sp = np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)  # softplus(-x), stable
+        if pos_weight is not None:
+            loss = (1 - t) * x + (1 + (pos_weight - 1) * t) * sp
+        else:
+            loss = (1 - t) * x + sp
+        if weight is not None:
+            loss = loss * weight
+        return _reduce(loss.astype(x.dtype, copy=False), reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        g = _scaled(g, ctx)
+        if ctx.weight is not None:
+            g = g * Tensor._make(ctx.weight)
+        pw = Tensor._make(ctx.pos_weight) if ctx.pos_weight is not None else None
+        need = ctx.needs_input_grad
+        gx = gt = None
+        if need[0]:
+            s = sigmoid(x)
+            gx = g * ((pw * t - t + 1) * s - pw * t if pw is not None else s - t)
+        if need[1]:
+            gt = g * (-x if pw is None else (1 - pw) * LogSigmoid.apply(x) - x)
+        return gx, gt
