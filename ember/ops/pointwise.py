@@ -11,7 +11,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
-from ember.ops._promote import binary_args, float_arg
+from ember.ops._promote import binary_args, float_arg, scalar_array
 
 
 class ToCopy(Op):
@@ -82,8 +82,36 @@ class Sub(Op):
         return g, -g if ctx.alpha == 1 else g * (-ctx.alpha)
 
 
-class Rsub(Sub):
+class Rsub(Op):
+    """``other - alpha * self`` with both tensors; edges in (self, other) order, as torch."""
+
+    node_name = "RsubBackward0"
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, a, b, alpha=1):
+        ctx.alpha = alpha
+        return b - a if alpha == 1 else b - a * np.asarray(alpha, dtype=a.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (-g if ctx.alpha == 1 else g * (-ctx.alpha)), g
+
+
+class RsubScalar(Op):
+    """``scalar - alpha * self``: torch records only the tensor edge."""
+
     node_name = "RsubBackward1"
+
+    @staticmethod
+    def forward(ctx, a, other=0, alpha=1):
+        ctx.alpha = alpha
+        return scalar_array(other, a.dtype) - (a if alpha == 1 else
+                                                   a * np.asarray(alpha, dtype=a.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        return -g if ctx.alpha == 1 else g * (-ctx.alpha)
 
 
 class Mul(Op):
@@ -109,7 +137,8 @@ class Div(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        return a / b
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return a / b
 
     @staticmethod
     def backward(ctx, g):
@@ -118,6 +147,40 @@ class Div(Op):
         ga = g / b if need[0] else None
         gb = -g * a / (b * b) if need[1] else None
         return ga, gb
+
+
+class DivRounding(Op):
+    """Floor or trunc division of floats: piecewise constant, so its gradient is zero."""
+
+    node_name = "DivBackward2"
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, a, b, mode="floor"):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.floor_divide(a, b) if mode == "floor" else np.trunc(a / b)
+
+    @staticmethod
+    def backward(ctx, g):
+        zero = g * 0
+        need = ctx.needs_input_grad
+        return (zero if need[0] else None), (zero if need[1] else None)
+
+
+class NotDifferentiable(Op):
+    """torch's ``NotImplemented`` node: the result requires grad, but backward raises."""
+
+    node_name = "NotImplemented"
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, *arrays, fn=None, name=""):
+        ctx.op = name
+        return fn(*arrays)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"derivative for aten::{ctx.op} is not implemented")
 
 
 class Neg(Op):
@@ -132,81 +195,47 @@ class Neg(Op):
         return -g
 
 
-class Pow(Op):
-    """tensor ** tensor; the scalar-exponent and scalar-base forms are subclasses."""
-
-    node_name = "PowBackward1"
-    broadcasts = True
-    saves = (0, 1)
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return np.power(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b, out = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        ga = g * b * a ** (b - 1) if need[0] else None
-        gb = g * out * where(a == 0, 0.0, a).log() if need[1] else None
-        return ga, gb
-
-
-class PowScalar(Op):
-    node_name = "PowBackward0"
-    saves = (0,)
-
-    @staticmethod
-    def forward(ctx, a, exponent):
-        ctx.exponent = exponent
-        if exponent == 2:
-            return a * a
-        return np.power(a, np.asarray(exponent, dtype=a.dtype))
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        e = ctx.exponent
-        if e == 0:
-            return g * 0
-        return g * e * (a if e == 2 else a ** (e - 1))
-
-
-class RPowScalar(Op):
-    node_name = "PowBackward2"
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, b, base):
-        ctx.base = base
-        return np.power(np.asarray(base, dtype=b.dtype), b)
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return g * out * float(np.log(ctx.base))
+def _check_alpha(a: Tensor, alpha) -> None:
+    if alpha != 1 and not a.dtype.is_floating_point:
+        if isinstance(alpha, float):
+            raise RuntimeError("For integral input tensors, argument alpha must not be a floating"
+                               " point number.")
+        if isinstance(alpha, bool) is not (a.dtype is _dtype.bool_):
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
 
 
 def add(a, b, *, alpha=1) -> Tensor:
     a, b = _lhs_tensor(a, b)
     a, b = binary_args(a, b)
+    if alpha != 1:
+        _check_alpha(a, alpha)
     return Add.apply(a, b, alpha=alpha)
+
+
+_BOOL_SUB = ("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+             "`^` or `logical_xor()` operator instead.")
 
 
 def sub(a, b, *, alpha=1) -> Tensor:
     a, b = _lhs_tensor(a, b)
     if a.dtype is _dtype.bool_ and (not isinstance(b, Tensor) or b.dtype is _dtype.bool_):
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError(_BOOL_SUB)
     a, b = binary_args(a, b)
+    if alpha != 1:
+        _check_alpha(a, alpha)
     return Sub.apply(a, b, alpha=alpha)
 
 
 def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
-    """``b - alpha * a`` (the reflected ``scalar - tensor``)."""
-    a, b = binary_args(a, b)
-    return Rsub.apply(b, a, alpha=alpha)
+    """``b - alpha * a`` (``torch.rsub``; also the reflected ``scalar - tensor``)."""
+    if a.dtype is _dtype.bool_ and (not isinstance(b, Tensor) or b.dtype is _dtype.bool_):
+        raise RuntimeError(_BOOL_SUB)
+    a, b2 = binary_args(a, b)
+    if alpha != 1:
+        _check_alpha(a, alpha)
+    if isinstance(b, Tensor):
+        return Rsub.apply(a, b2, alpha=alpha)
+    return RsubScalar.apply(a, other=b, alpha=alpha)
 
 
 def mul(a, b) -> Tensor:
@@ -217,27 +246,29 @@ def mul(a, b) -> Tensor:
 
 def div(a, b, *, rounding_mode: str | None = None) -> Tensor:
     a, b = _lhs_tensor(a, b)
-    if rounding_mode is not None:
-        from ember.ops.pointwise_more import floor_divide, trunc
-
-        if rounding_mode == "floor":
-            return floor_divide(a, b)
-        if rounding_mode == "trunc":
-            return trunc(div(a, b)) if a.is_floating_point() else _int_trunc_div(a, b)
+    if rounding_mode is None:
+        a, b = binary_args(a, b, float_result=True)
+        return Div.apply(a, b)
+    if rounding_mode not in ("floor", "trunc"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{rounding_mode}'")
-    a, b = binary_args(a, b, float_result=True)
-    return Div.apply(a, b)
+    from ember.ops.pointwise_more import floor_divide, int_div
 
-
-def _int_trunc_div(a, b):
+    if rounding_mode == "floor" and not a.is_floating_point():
+        return floor_divide(a, b)
     a, b = binary_args(a, b)
-    return Tensor._make(np.trunc(np.true_divide(a._data, b._data)).astype(a._data.dtype))
+    if not a.dtype.is_floating_point:
+        return int_div(a, b, rounding_mode)
+    return DivRounding.apply(a, b, mode=rounding_mode)
 
 
 def rdiv(a: Tensor, b) -> Tensor:
-    a, b = binary_args(a, b, float_result=True)
-    return Div.apply(b, a)
+    """``b / a`` for a scalar ``b``: torch computes ``a.reciprocal() * b``."""
+    if isinstance(b, Tensor):
+        return div(b, a)
+    from ember.ops.pointwise_math import reciprocal
+
+    return mul(reciprocal(a), b)
 
 
 def neg(x: Tensor) -> Tensor:
@@ -246,26 +277,6 @@ def neg(x: Tensor) -> Tensor:
                            "you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
     return Neg.apply(x)
-
-
-def pow(a, b) -> Tensor:
-    if not isinstance(a, Tensor):
-        return rpow(b, a)
-    if not isinstance(b, Tensor):
-        dt = _dtype.result_type((a,), (b,))
-        from ember.ops._promote import cast
-
-        return PowScalar.apply(cast(a, dt), exponent=b)
-    a, b = binary_args(a, b)
-    return Pow.apply(a, b)
-
-
-def rpow(b: Tensor, base) -> Tensor:
-    """``base ** b`` for a Python-number base."""
-    dt = _dtype.result_type((b,), (base,))
-    from ember.ops._promote import cast
-
-    return RPowScalar.apply(cast(b, dt), base=base)
 
 
 def _lhs_tensor(a, b):
@@ -285,7 +296,8 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return np.exp(x)
+        with np.errstate(over="ignore"):
+            return np.exp(x)
 
     @staticmethod
     def backward(ctx, g):
@@ -299,7 +311,8 @@ class Log(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return np.log(x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(x)
 
     @staticmethod
     def backward(ctx, g):
@@ -368,27 +381,37 @@ def sigmoid(x: Tensor) -> Tensor:
 
 
 def relu(x: Tensor) -> Tensor:
+    if x.dtype is _dtype.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
     return Relu.apply(x)
 
 
 # --- comparisons and selection (not differentiable in their boolean output) --------------
 
+_OPERAND = (Tensor, int, float, bool, np.number, np.bool_, np.ndarray)
 
-def _compare(ufunc):
+
+def _compare(ufunc, name: str):
     def op(a, b) -> Tensor:
         a, b = _lhs_tensor(a, b)
         a, b = binary_args(a, b)
         return Tensor._make(ufunc(a._data, b._data))
-    op.__name__ = ufunc.__name__
-    return op
+
+    def dunder(a, b):
+        # Unknown operands (None, strings, ...) fall back to Python's default comparison.
+        if not isinstance(b, _OPERAND):
+            return NotImplemented
+        return op(a, b)
+    op.__name__ = name
+    return op, dunder
 
 
-eq = _compare(np.equal)
-ne = _compare(np.not_equal)
-lt = _compare(np.less)
-le = _compare(np.less_equal)
-gt = _compare(np.greater)
-ge = _compare(np.greater_equal)
+eq, _eq = _compare(np.equal, "eq")
+ne, _ne = _compare(np.not_equal, "ne")
+lt, _lt = _compare(np.less, "lt")
+le, _le = _compare(np.less_equal, "le")
+gt, _gt = _compare(np.greater, "gt")
+ge, _ge = _compare(np.greater_equal, "ge")
 
 
 class Where(Op):
@@ -418,30 +441,36 @@ def where(condition: Tensor, input=None, other=None) -> Tensor:
     if cond.dtype != np.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {_dtype.from_numpy_dtype(cond.dtype).name.capitalize()}")
-    a, b = _lhs_tensor(input, other)
-    a, b = binary_args(a, b)
-    if cond.shape != np.broadcast_shapes(cond.shape, a._data.shape, b._data.shape):
-        shape = np.broadcast_shapes(cond.shape, a._data.shape, b._data.shape)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        dt = _dtype.result_type((), (input, other))
+        a, b = Tensor._make(np.array(input, dt.np)), Tensor._make(np.array(other, dt.np))
+    else:
+        a, b = _lhs_tensor(input, other)
+        a, b = binary_args(a, b)
+    shape = np.broadcast_shapes(cond.shape, a._data.shape, b._data.shape)
+    if cond.shape != shape:
         cond = np.broadcast_to(cond, shape)
     return Where.apply(a, b, cond=cond)
 
 
-METHODS = {
+def positive(x: Tensor) -> Tensor:
+    if x.dtype is _dtype.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return x
+
+
+_NAMES = {
     "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div,
-    "divide": div, "true_divide": div, "neg": neg, "negative": neg, "pow": pow, "exp": exp,
+    "divide": div, "true_divide": div, "neg": neg, "negative": neg, "exp": exp,
     "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clone": clone, "eq": eq,
     "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": gt, "less": lt,
     "greater_equal": ge, "less_equal": le, "not_equal": ne, "where": where,
-    "__add__": add, "__radd__": lambda a, b: add(a, b), "__sub__": sub,
-    "__rsub__": lambda a, b: rsub(a, b), "__mul__": mul, "__rmul__": lambda a, b: mul(a, b),
-    "__truediv__": div, "__rtruediv__": rdiv, "__neg__": neg, "__pow__": pow,
-    "__rpow__": rpow, "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt,
-    "__ge__": ge, "__pos__": lambda a: a,
+    "positive": positive,
 }
-FUNCTIONS = {
-    "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div,
-    "divide": div, "true_divide": div, "neg": neg, "negative": neg, "pow": pow, "exp": exp,
-    "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clone": clone, "eq": eq,
-    "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": gt, "less": lt,
-    "greater_equal": ge, "less_equal": le, "not_equal": ne, "where": where, "rsub": rsub,
-}
+METHODS = dict(_NAMES, **{
+    "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub, "__mul__": mul,
+    "__rmul__": mul, "__truediv__": div, "__rtruediv__": rdiv, "__neg__": neg,
+    "__eq__": _eq, "__ne__": _ne, "__lt__": _lt, "__le__": _le, "__gt__": _gt,
+    "__ge__": _ge, "__pos__": positive,
+})
+FUNCTIONS = dict(_NAMES, rsub=rsub)

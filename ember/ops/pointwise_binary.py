@@ -1,0 +1,346 @@
+"""Binary and ternary float functions: atan2, hypot, lerp, addcmul, addcdiv, xlogy,
+logaddexp, copysign, and nan_to_num."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember import _dtype
+from ember._tensor import Tensor
+from ember.autograd.function import Op
+from ember.ops._promote import binary_args, cast
+from ember.ops.pointwise import where
+from ember.ops.pointwise_more import not_for
+
+
+def _need_tensor(name: str, other, pos: int = 2) -> None:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position {pos}) must be Tensor, not "
+                        f"{type(other).__name__}")
+
+
+def _float_pair(a: Tensor, b: Tensor):
+    return binary_args(a, b, float_result=True)
+
+
+class Atan2(Op):
+    node_name = "Atan2Backward0"
+    broadcasts = True
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return np.arctan2(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        recip = (a * a + b * b).reciprocal()
+        return (g * b * recip if need[0] else None), (g * -a * recip if need[1] else None)
+
+
+def atan2(a: Tensor, other: Tensor) -> Tensor:
+    _need_tensor("atan2", other)
+    return Atan2.apply(*_float_pair(a, other))
+
+
+class Hypot(Op):
+    node_name = "HypotBackward0"
+    broadcasts = True
+    saves = (0, 1)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return np.hypot(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (g * a / out if need[0] else None), (g * b / out if need[1] else None)
+
+
+def hypot(a: Tensor, other: Tensor) -> Tensor:
+    _need_tensor("hypot", other)
+    a, b = binary_args(a, other)
+    if not a.dtype.is_floating_point:
+        raise not_for("hypot_cpu", a.dtype)
+    return Hypot.apply(a, b)
+
+
+def _lerp_values(a, b, w):
+    # torch's formula: exact at both ends (weight 0 gives start, weight 1 gives end).
+    d = b - a
+    return np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w)).astype(a.dtype, copy=False)
+
+
+class Lerp(Op):
+    node_name = "LerpBackward0"
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, a, b, weight=0.5):
+        ctx.weight = weight
+        return _lerp_values(a, b, np.asarray(weight, dtype=a.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        need, w = ctx.needs_input_grad, ctx.weight
+        return (g * (1 - w) if need[0] else None), (g * w if need[1] else None)
+
+
+class LerpT(Op):
+    node_name = "LerpBackward1"
+    broadcasts = True
+    saves = (0, 1, 2)
+
+    @staticmethod
+    def forward(ctx, a, b, w):
+        return _lerp_values(a, b, w)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (g * (1 - w) if need[0] else None), (g * w if need[1] else None), \
+            (g * (b - a) if need[2] else None)
+
+
+_CTYPE = {"float32": "float", "float64": "double", "float16": "c10::Half"}
+
+
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    """``input + weight * (end - input)``; ``weight`` is a number or a tensor."""
+    if not isinstance(end, Tensor):
+        raise TypeError(f"lerp() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(end).__name__}, {type(weight).__name__})")
+    if end.dtype is not input.dtype:
+        raise RuntimeError(f"expected dtype {_CTYPE.get(input.dtype.name, input.dtype.name)} for "
+                           f"`end` but got dtype {_CTYPE.get(end.dtype.name, end.dtype.name)}")
+    if not input.dtype.is_floating_point:
+        raise not_for("lerp_kernel_scalar", input.dtype)
+    if isinstance(weight, Tensor):
+        if weight.dtype is not input.dtype and weight.ndim:
+            raise RuntimeError(f"expected dtype {input.dtype.name} for `weight` but got dtype "
+                               f"{weight.dtype.name}")
+        binary_args(input, end)
+        binary_args(input, weight)
+        return LerpT.apply(input, end, cast(weight, input.dtype))
+    binary_args(input, end)
+    return Lerp.apply(input, end, weight=weight)
+
+
+class Addcmul(Op):
+    node_name = "AddcmulBackward0"
+    broadcasts = True
+    saves = (1, 2)
+
+    @staticmethod
+    def forward(ctx, x, t1, t2, value=1):
+        ctx.value = value
+        return x + np.asarray(value).astype(x.dtype) * t1 * t2
+
+    @staticmethod
+    def backward(ctx, g):
+        t1, t2 = ctx.saved_tensors
+        need, v = ctx.needs_input_grad, ctx.value
+        return (g if need[0] else None), (g * t2 * v if need[1] else None), \
+            (g * t1 * v if need[2] else None)
+
+
+class Addcdiv(Op):
+    node_name = "AddcdivBackward0"
+    broadcasts = True
+    saves = (1, 2)
+
+    @staticmethod
+    def forward(ctx, x, t1, t2, value=1):
+        ctx.value = value
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return x + np.asarray(value, dtype=x.dtype) * t1 / t2
+
+    @staticmethod
+    def backward(ctx, g):
+        t1, t2 = ctx.saved_tensors
+        need, v = ctx.needs_input_grad, ctx.value
+        return (g if need[0] else None), (g * v / t2 if need[1] else None), \
+            (-g * v * t1 / (t2 * t2) if need[2] else None)
+
+
+def _three(x: Tensor, t1: Tensor, t2: Tensor):
+    for t in (t1, t2):
+        binary_args(x, t)  # torch's broadcast errors
+    binary_args(t1, t2)
+    dt = _dtype.result_type((x, t1, t2))
+    return cast(x, dt), cast(t1, dt), cast(t2, dt)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 * tensor2``."""
+    return Addcmul.apply(*_three(input, tensor1, tensor2), value=value)
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 / tensor2`` (float tensors only, as in torch)."""
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))."
+            "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+            "float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    return Addcdiv.apply(*_three(input, tensor1, tensor2), value=value)
+
+
+def _xlogy_values(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((x == 0) & ~np.isnan(y), 0, x * np.log(y)).astype(x.dtype, copy=False)
+
+
+class Xlogy(Op):
+    node_name = "XlogyBackward0"
+    broadcasts = True
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, y):
+        return _xlogy_values(x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (g * xlogy((x != 0).to(g.dtype), y) if need[0] else None), \
+            (g * x / y if need[1] else None)
+
+
+class XlogyScalarSelf(Xlogy):
+    node_name = "XlogyBackward1"
+
+
+class XlogyScalarOther(Xlogy):
+    node_name = "XlogyBackward2"
+
+
+def xlogy(x, y) -> Tensor:
+    """``x * log(y)``, defined as 0 where ``x == 0`` (unless ``y`` is NaN)."""
+    if isinstance(x, Tensor) and isinstance(y, Tensor):
+        return Xlogy.apply(*_float_pair(x, y))
+    if isinstance(x, Tensor):
+        x, y = _float_pair(x, y)
+        return XlogyScalarOther.apply(x, y)
+    y, x = _float_pair(y, x)
+    return XlogyScalarSelf.apply(x, y)
+
+
+class Logaddexp(Op):
+    node_name = "LogaddexpBackward0"
+    broadcasts = True
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return np.logaddexp(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (g / ((b - a).exp() + 1) if need[0] else None), \
+            (g / ((a - b).exp() + 1) if need[1] else None)
+
+
+class Logaddexp2(Op):
+    node_name = "Logaddexp2Backward0"
+    broadcasts = True
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return np.logaddexp2(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (g / ((b - a).exp2() + 1) if need[0] else None), \
+            (g / ((a - b).exp2() + 1) if need[1] else None)
+
+
+def _logaddexp(op, name: str):
+    def fn(a: Tensor, other: Tensor) -> Tensor:
+        _need_tensor(name, other)
+        a, b = binary_args(a, other)
+        if not a.dtype.is_floating_point:
+            raise not_for(f"{name}_cpu", a.dtype)
+        return op.apply(a, b)
+    fn.__name__ = name
+    return fn
+
+
+logaddexp = _logaddexp(Logaddexp, "logaddexp")
+logaddexp2 = _logaddexp(Logaddexp2, "logaddexp2")
+
+
+class Copysign(Op):
+    node_name = "CopysignBackward0"
+    broadcasts = True
+    saves = (0,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return np.copysign(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ratio = where(a == 0, g.new_zeros(()), out / a)
+        return (g * ratio if need[0] else None), (g * 0 if need[1] else None)
+
+
+class CopysignScalar(Copysign):
+    node_name = "CopysignBackward1"
+
+
+def copysign(a: Tensor, other) -> Tensor:
+    """``|a|`` with the sign of ``other``."""
+    if isinstance(other, Tensor):
+        return Copysign.apply(*_float_pair(a, other))
+    a, b = _float_pair(a, float(other))
+    return CopysignScalar.apply(a, b)
+
+
+class NanToNum(Op):
+    node_name = "NanToNumBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, nan=0.0, posinf=None, neginf=None):
+        return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return where(x.isfinite(), g, g.new_zeros(()))
+
+
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """Replace NaN, +inf and -inf with ``nan``, ``posinf`` (default: dtype max), ``neginf``."""
+    if not x.dtype.is_floating_point:
+        return Tensor._make(x._data.copy())
+    return NanToNum.apply(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+_NAMES = {
+    "atan2": atan2, "arctan2": atan2, "hypot": hypot, "lerp": lerp, "addcmul": addcmul,
+    "addcdiv": addcdiv, "xlogy": xlogy, "logaddexp": logaddexp, "logaddexp2": logaddexp2,
+    "copysign": copysign, "nan_to_num": nan_to_num,
+}
+METHODS = dict(_NAMES)
+FUNCTIONS = dict(_NAMES)

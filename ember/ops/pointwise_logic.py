@@ -1,0 +1,107 @@
+"""Bitwise and logical ops, and the floating-point classifiers (isnan, isinf, ...).
+
+None is differentiable: results are bool or integer tensors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember import _dtype
+from ember._tensor import Tensor
+from ember.ops._promote import binary_args
+from ember.ops.pointwise import _lhs_tensor
+from ember.ops.pointwise_more import _r, not_for
+
+
+def _bitwise(ufunc, kernel: str, name: str):
+    def fn(a, b) -> Tensor:
+        a, b = _lhs_tensor(a, b)
+        a, b = binary_args(a, b)
+        if a.dtype.is_floating_point:
+            raise not_for(kernel, a.dtype)
+        return Tensor._make(ufunc(a._data, b._data))
+    fn.__name__ = name
+    return fn
+
+
+bitwise_and = _bitwise(np.bitwise_and, "bitwise_and_cpu", "bitwise_and")
+bitwise_or = _bitwise(np.bitwise_or, "bitwise_or_cpu", "bitwise_or")
+bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor_cpu", "bitwise_xor")
+bitwise_left_shift = _bitwise(np.left_shift, "lshift_cpu", "bitwise_left_shift")
+bitwise_right_shift = _bitwise(np.right_shift, "rshift_cpu", "bitwise_right_shift")
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    if x.dtype.is_floating_point:
+        raise not_for("bitwise_not_cpu", x.dtype)
+    return Tensor._make(np.invert(x._data))
+
+
+def _invert(x: Tensor) -> Tensor:
+    if x.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return bitwise_not(x)
+
+
+def _logical(ufunc, name: str):
+    def fn(a: Tensor, other: Tensor) -> Tensor:
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        return Tensor._make(ufunc(a._data, other._data))
+    fn.__name__ = name
+    return fn
+
+
+logical_and = _logical(np.logical_and, "logical_and")
+logical_or = _logical(np.logical_or, "logical_or")
+logical_xor = _logical(np.logical_xor, "logical_xor")
+
+
+def logical_not(x: Tensor) -> Tensor:
+    return Tensor._make(np.logical_not(x._data))
+
+
+def _classifier(ufunc, int_value: bool, name: str):
+    def fn(x: Tensor) -> Tensor:
+        if not x.dtype.is_floating_point:
+            return Tensor._make(np.full(x._data.shape, int_value))
+        return Tensor._make(ufunc(x._data))
+    fn.__name__ = name
+    return fn
+
+
+isnan = _classifier(np.isnan, False, "isnan")
+isinf = _classifier(np.isinf, False, "isinf")
+isposinf = _classifier(np.isposinf, False, "isposinf")
+isneginf = _classifier(np.isneginf, False, "isneginf")
+isfinite = _classifier(np.isfinite, True, "isfinite")
+
+
+def isreal(x: Tensor) -> Tensor:
+    return Tensor._make(np.ones(x._data.shape, dtype=np.bool_))
+
+
+def signbit(x: Tensor) -> Tensor:
+    if x.dtype is _dtype.bool_:
+        return Tensor._make(np.zeros(x._data.shape, dtype=np.bool_))
+    return Tensor._make(np.signbit(x._data))
+
+
+_NAMES = {
+    "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
+    "bitwise_not": bitwise_not, "bitwise_left_shift": bitwise_left_shift,
+    "bitwise_right_shift": bitwise_right_shift, "logical_and": logical_and,
+    "logical_or": logical_or, "logical_xor": logical_xor, "logical_not": logical_not,
+    "isnan": isnan, "isinf": isinf, "isposinf": isposinf, "isneginf": isneginf,
+    "isfinite": isfinite, "isreal": isreal, "signbit": signbit,
+}
+METHODS = dict(
+    _NAMES, __and__=bitwise_and, __rand__=_r(bitwise_and), __or__=bitwise_or,
+    __ror__=_r(bitwise_or), __xor__=bitwise_xor, __rxor__=_r(bitwise_xor), __invert__=_invert,
+    __lshift__=bitwise_left_shift, __rlshift__=_r(bitwise_left_shift),
+    __rshift__=bitwise_right_shift, __rrshift__=_r(bitwise_right_shift),
+)
+FUNCTIONS = dict(_NAMES)
