@@ -1,0 +1,342 @@
+"""The reading half of ember.save/ember.load: zip checkpoint -> objects, with a safe unpickler.
+
+torch's global names in the pickle (``torch._utils._rebuild_tensor_v2``, ``torch.FloatStorage``,
+``torch.Size``, ...) map onto ember's own rebuild functions and types here; nothing imports
+torch. With ``weights_only=True`` (the default) any global outside the allow-list is refused.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import io
+import os
+import pickle
+import zipfile
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from typing import IO, Any
+
+import numpy as np
+
+from ember import _dtype
+from ember._backend import check_device, device
+from ember._tensor import Size, Tensor
+
+FileLike = str | os.PathLike | IO[bytes]
+
+_STORAGE_DTYPES = {
+    "DoubleStorage": _dtype.float64, "FloatStorage": _dtype.float32,
+    "HalfStorage": _dtype.float16, "LongStorage": _dtype.int64, "IntStorage": _dtype.int32,
+    "ShortStorage": _dtype.int16, "CharStorage": _dtype.int8, "ByteStorage": _dtype.uint8,
+    "BoolStorage": _dtype.bool_,
+}
+if _dtype.bfloat16 is not None:
+    _STORAGE_DTYPES["BFloat16Storage"] = _dtype.bfloat16
+
+
+class StorageType:
+    """What ``torch.FloatStorage`` & co. unpickle to: just the element dtype."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.dtype = _STORAGE_DTYPES[name]
+
+    def __repr__(self) -> str:
+        return f"StorageType(dtype={self.dtype})"
+
+
+class _LoadedStorage:
+    """A storage read from the archive: one array, which every tensor on it views."""
+
+    __slots__ = ("array", "holder")
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.holder = Tensor._make(array)
+
+
+# --- rebuild functions (the targets of torch's names) --------------------------------------
+def _rebuild_tensor_v2(storage: _LoadedStorage, storage_offset: int, size, stride,
+                       requires_grad: bool, backward_hooks, metadata=None) -> Tensor:
+    arr = storage.array
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride) or any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise RuntimeError(f"invalid tensor geometry in checkpoint: size {list(size)}, "
+                           f"stride {list(stride)}")
+    if 0 not in size:
+        last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
+        if storage_offset < 0 or last >= arr.size:
+            raise RuntimeError(f"checkpoint tensor of size {list(size)} at offset "
+                               f"{storage_offset} is out of bounds for its storage of "
+                               f"{arr.size} elements (corrupt file?)")
+    item = arr.itemsize
+    view = np.lib.stride_tricks.as_strided(arr[storage_offset:], shape=size,
+                                           strides=tuple(s * item for s in stride))
+    t = Tensor._make(view)
+    t._set_view_of(storage.holder)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_parameter(data: Tensor, requires_grad: bool, backward_hooks):
+    from ember.nn.parameter import Parameter
+
+    return Parameter(data, requires_grad)
+
+
+def _rebuild_parameter_with_state(data: Tensor, requires_grad: bool, backward_hooks, state):
+    return _set_obj_state(_rebuild_parameter(data, requires_grad, backward_hooks), state)
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    t = func(*args)
+    if type(t) is not new_type and isinstance(new_type, type) and issubclass(new_type, Tensor):
+        sub = object.__new__(new_type)
+        sub._init(t._data)
+        sub._base, sub._vc, sub._rg = t._base, t._vc, t._rg
+        t = sub
+    return _set_obj_state(t, state)
+
+
+def _set_obj_state(obj, state):
+    if isinstance(state, tuple):
+        dict_state, slots_state = state
+        for k, v in (slots_state or {}).items():
+            setattr(obj, k, v)
+    else:
+        dict_state = state
+    for k, v in (dict_state or {}).items():
+        setattr(obj, k, v)
+    return obj
+
+
+# --- the allow-list -------------------------------------------------------------------------
+def _allowed_globals() -> dict[str, Any]:
+    from ember.nn.parameter import Parameter
+
+    rc: dict[str, Any] = {
+        "collections.OrderedDict": OrderedDict, "collections.Counter": Counter,
+        "torch.nn.parameter.Parameter": Parameter, "torch.Size": Size,
+        "torch.Tensor": Tensor, "torch.device": device, "_codecs.encode": codecs.encode,
+        "builtins.bytearray": bytearray, "builtins.set": set, "builtins.complex": complex,
+        "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
+        "torch._utils._rebuild_parameter": _rebuild_parameter,
+        "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
+        "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
+    }
+    for d in _dtype.ALL:
+        rc[f"torch.{d.name}"] = d
+    for name in _STORAGE_DTYPES:
+        rc[f"torch.{name}"] = StorageType(name)
+    return rc
+
+
+_SAFE_GLOBALS: dict[str, Any] = {}
+
+
+def _global_name(obj) -> str:
+    if isinstance(obj, tuple):
+        return obj[1]
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Allow these classes/functions (or ``(obj, "module.name")`` pairs) in weights-only loads."""
+    for g in safe_globals:
+        _SAFE_GLOBALS[_global_name(g)] = g[0] if isinstance(g, tuple) else g
+
+
+def get_safe_globals() -> list:
+    return list(_SAFE_GLOBALS.values())
+
+
+def clear_safe_globals() -> None:
+    _SAFE_GLOBALS.clear()
+
+
+@contextlib.contextmanager
+def safe_globals(globals_list: list):
+    """Context manager: allow these globals only inside the block."""
+    saved = dict(_SAFE_GLOBALS)
+    add_safe_globals(globals_list)
+    try:
+        yield
+    finally:
+        _SAFE_GLOBALS.clear()
+        _SAFE_GLOBALS.update(saved)
+
+
+def _weights_only_message(full: str) -> str:
+    return (
+        "Weights only load failed. This file can still be loaded, to do so you have two "
+        "options, do those steps only if you trust the source of the checkpoint. \n\t(1) "
+        "Re-running `ember.load` with `weights_only` set to `False` will likely succeed, but "
+        "it can result in arbitrary code execution. Do it only if you got the file from a "
+        "trusted source.\n\t(2) Alternatively, to load with `weights_only=True` please check "
+        "the recommended steps in the following error message.\n\tWeightsUnpickler error: "
+        f"Unsupported global: GLOBAL {full} was not an allowed global by default. Please use "
+        f"`ember.serialization.add_safe_globals([{full}])` or the "
+        f"`ember.serialization.safe_globals([{full}])` context manager to allowlist this "
+        "global if you trust this class/function.")
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file, weights_only: bool, persistent_load: Callable) -> None:
+        super().__init__(file, encoding="utf-8")
+        self.weights_only = weights_only
+        self._persistent = persistent_load
+        self._allowed = _allowed_globals()
+
+    def persistent_load(self, pid):
+        return self._persistent(pid)
+
+    def find_class(self, module: str, name: str):
+        full = f"{module}.{name}"
+        if full in self._allowed:
+            return self._allowed[full]
+        if full in _SAFE_GLOBALS:
+            return _SAFE_GLOBALS[full]
+        if self.weights_only:
+            raise pickle.UnpicklingError(_weights_only_message(full))
+        if module == "torch" or module.startswith("torch."):
+            # A torch class (e.g. a whole torch.nn module): use ember's twin if it has one.
+            ember_module = "ember" + module[len("torch"):]
+            try:
+                return super().find_class(ember_module, name)
+            except (ImportError, AttributeError):
+                raise pickle.UnpicklingError(
+                    f"ember.load: the checkpoint needs {full}, which ember does not "
+                    "provide") from None
+        return super().find_class(module, name)
+
+
+# --- reading the archive --------------------------------------------------------------------
+def _restore_location(map_location, location: str):
+    """The device a storage saved at ``location`` goes to (always CPU for ember)."""
+    if isinstance(map_location, dict):
+        location = map_location.get(location, location)
+        map_location = None
+    target = location if map_location is None else map_location
+    if isinstance(target, str | device | int) and str(target).startswith("cuda"):
+        if map_location is None:
+            raise RuntimeError(
+                "Attempting to deserialize object on a CUDA device but torch.cuda.is_available()"
+                " is False. If you are running on a CPU-only machine, please use ember.load "
+                "with map_location=ember.device('cpu') to map your storages to the CPU.")
+    check_device(target)
+
+
+def _open_archive(f, name: str):
+    if not (hasattr(f, "seekable") and f.seekable()):
+        f = io.BytesIO(f.read())  # zip needs random access, as torch's reader does
+    head = f.read(4)
+    f.seek(-len(head), io.SEEK_CUR)
+    if head != b"PK\x03\x04":
+        raise RuntimeError(
+            f"{name}: not a PyTorch zip checkpoint (the file is empty, corrupt, or in the legacy "
+            "pre-1.6 format that ember does not read; re-save it with torch.save in torch >= "
+            "1.6)")
+    try:
+        return zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+        raise RuntimeError(
+            f"PytorchStreamReader failed reading zip archive: failed finding central directory "
+            f"({name}: {e}). The checkpoint is truncated or corrupted: it was not saved "
+            "completely or was modified after saving.") from None
+
+
+def _read_record(zf: zipfile.ZipFile, record: str, name: str, out: np.ndarray | None = None):
+    try:
+        if out is None:
+            return zf.read(record)
+        with zf.open(record) as fh:
+            n = fh.readinto(out)
+            if n != out.nbytes or fh.read(1):
+                raise zipfile.BadZipFile(f"record has the wrong size ({n} bytes, expected "
+                                         f"{out.nbytes})")
+            return out
+    except KeyError:
+        raise RuntimeError(f"PytorchStreamReader failed locating file {record}: file not found "
+                           f"({name})") from None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+        raise RuntimeError(f"PytorchStreamReader failed reading file {record}: invalid header "
+                           f"or archive is corrupted ({name}: {e})") from None
+
+
+def _load_archive(zf: zipfile.ZipFile, name: str, map_location, weights_only: bool,
+                  pickle_load_args: dict) -> Any:
+    pkl = [n for n in zf.namelist() if n.endswith("data.pkl") and n.count("/") == 1]
+    if not pkl:
+        raise RuntimeError(f"PytorchStreamReader failed locating file data.pkl: file not found "
+                           f"({name})")
+    prefix = pkl[0][: -len("data.pkl")]
+    names = set(zf.namelist())
+    big_endian = (prefix + "byteorder" in names
+                  and _read_record(zf, prefix + "byteorder", name) == b"big")
+    loaded: dict[str, _LoadedStorage] = {}
+
+    def persistent_load(pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+            raise pickle.UnpicklingError(f"unsupported persistent id encountered: {pid!r}")
+        _, stype, key, location, numel = pid
+        if not isinstance(stype, StorageType):
+            raise pickle.UnpicklingError(f"unsupported storage type {stype!r}")
+        if key not in loaded:
+            arr = np.empty(int(numel), dtype=stype.dtype.np)
+            _read_record(zf, f"{prefix}data/{key}", name, arr.view(np.uint8))
+            if big_endian:
+                arr = arr.byteswap()
+            st = _LoadedStorage(arr)
+            moved = map_location(st.holder, location) if callable(map_location) else None
+            if isinstance(moved, Tensor):
+                st = _LoadedStorage(moved._data)
+            else:
+                _restore_location(None if callable(map_location) else map_location, location)
+            loaded[key] = st
+        return loaded[key]
+
+    data = _read_record(zf, prefix + "data.pkl", name)
+    up = _Unpickler(io.BytesIO(data), weights_only, persistent_load)
+    try:
+        return up.load()
+    except pickle.UnpicklingError:
+        raise
+    except (EOFError, ValueError, IndexError, KeyError, TypeError, AttributeError) as e:
+        if weights_only:
+            raise pickle.UnpicklingError(
+                f"Weights only load failed: {name}: data.pkl is malformed ({type(e).__name__}: "
+                f"{e})") from None
+        raise
+
+
+def load(f: FileLike, map_location=None, pickle_module: Any = None, *,
+         weights_only: bool | None = True, mmap: bool | None = None,
+         **pickle_load_args: Any) -> Any:
+    """Load an object saved by ``ember.save`` or ``torch.save``.
+
+    ``weights_only=True`` (default) accepts only tensors, containers and plain values; pass
+    ``weights_only=False`` for whole modules from a trusted source. ``map_location`` may be a
+    device, a string, a ``{saved: target}`` dict or ``fn(storage, location)``.
+
+    >>> state = ember.load("model.pt")
+    """
+    if weights_only is None:
+        weights_only = True
+    if pickle_module is not None and pickle_module is not pickle and weights_only:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is "
+                           "specified")
+    if isinstance(f, str | os.PathLike):
+        name = os.fspath(f)
+        with open(name, "rb") as fh:
+            zf = _open_archive(fh, repr(name))
+            with zf:
+                return _load_archive(zf, repr(name), map_location, weights_only,
+                                     pickle_load_args)
+    if not hasattr(f, "read"):
+        raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a "
+                             f"'read' attribute, got {type(f).__name__}")
+    name = getattr(f, "name", None) or f"<{type(f).__name__}>"
+    zf = _open_archive(f, str(name))
+    return _load_archive(zf, str(name), map_location, weights_only, pickle_load_args)
