@@ -234,3 +234,57 @@ def test_prod_zero_fd():
     fd_check(lambda t: t.prod(1), x)
     fd_check(lambda t: t.prod(), x)
     gradgrad_check(lambda t: t.prod(1), x)
+
+
+# --- cumulative ops ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(INPUTS))
+@pytest.mark.parametrize("fn", [
+    lambda m, x: x.cumsum(0),
+    lambda m, x: m.cumsum(x, -1),
+    lambda m, x: x.cumprod(-1),
+    lambda m, x: m.cumprod(x, 0),
+    lambda m, x: x.cummax(-1),
+    lambda m, x: m.cummin(x, 0),
+])
+def test_cumulative_match_torch(fn, kind):
+    same_grad_fn(fn, INPUTS[kind]())
+
+
+@pytest.mark.parametrize("x", [
+    np.array([2.0, 0.0, 3.0, 0.5], dtype=np.float32),
+    np.array([0.0, 2.0, 0.0, 3.0], dtype=np.float32),
+    np.array([[1.0, 2.0, 0.0, 4.0], [0.0, 0.0, 1.0, 2.0], [1.5, -1.0, 2.0, 0.5]],
+             dtype=np.float32),
+])
+def test_cumprod_with_zeros(x):
+    check(lambda m, x: x.cumprod(-1), x)
+    check(lambda m, x: x.cumprod(0), x)
+    fd_check(lambda t: t.cumprod(-1), x.astype(np.float64))
+    gradgrad_check(lambda t: t.cumprod(-1), x.astype(np.float64))
+
+
+def test_cumulative_dtypes_and_ties():
+    for dt in ["int32", "int64", "bool", "uint8"]:
+        x = arr(3, 4, dtype=dt, low=0, high=3)
+        check(lambda m, x: x.cumsum(1), x)
+        check(lambda m, x: x.cumprod(0), x)
+        check(lambda m, x: m.cumsum(x, 0, dtype=m.float64), x)
+    ties = np.array([[3.0, 1.0, 3.0, 2.0, 3.0], [1.0, 1.0, 0.0, 0.0, 2.0]], dtype=np.float32)
+    check(lambda m, x: x.cummax(1), ties)
+    check(lambda m, x: x.cummin(1), ties)
+    check(lambda m, x: x.cumsum(0), np.zeros((0, 3), np.float32))
+    check_error(lambda m, x: x.cumsum(2), arr(3, 4), match="Dimension out of range")
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.cumsum(1) ** 2,
+    lambda x: x.cumprod(0),
+    lambda x: x.cummax(1).values ** 2,
+    lambda x: x.cummin(0).values * x.sum(),
+])
+def test_cumulative_fd(fn):
+    x = arr(3, 4, dtype="float64")
+    fd_check(fn, x)
+    gradgrad_check(fn, x)

@@ -7,6 +7,7 @@ import numpy as np
 from ember import _dtype, return_types
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
 from ember.ops.pointwise import where
 from ember.ops.sorting import put_along, scalar_selection
 
@@ -79,6 +80,8 @@ class Cumprod(Op):
         zero = x._data == 0
         if not zero.any():
             return _rev_cumsum(g * out, d) / x
+        if STATE.enabled:
+            return _cumprod_grad_quadratic(x, g, d)
         # Zeros: positions before a slice's first zero use the quotient formula (out is zero
         # from that zero on, so it only sums the terms that survive); the first zero gets
         # prod(x before it) * sum_{i >= z} g_i * prod(x after it up to i); later ones get 0.
@@ -92,6 +95,20 @@ class Cumprod(Op):
         tail = where(Tensor._make(seen >= 1), g * right, 0.0).sum(d, keepdim=True)
         head = where(before, _rev_cumsum(g * out, d) / safe, 0.0)
         return head + where(first, left * tail, 0.0)
+
+
+def _cumprod_grad_quadratic(x: Tensor, g: Tensor, d: int) -> Tensor:
+    """``grad_k = sum_{i >= k} g_i prod_{j <= i, j != k} x_j`` spelled out as an n x n product.
+
+    O(n^2), but every entry is a plain product of inputs, so its own derivative is exact at
+    zeros too: used only when a double backward is being recorded and the input has zeros.
+    """
+    n = x.shape[d]
+    xl, gl = x.movedim(d, -1), g.movedim(d, -1)
+    eye = Tensor._make(np.eye(n, dtype=bool))
+    rows = _cumprod(where(eye, 1.0, xl.unsqueeze(-2)), xl.ndim)
+    upper = Tensor._make(np.triu(np.ones((n, n), dtype=x._data.dtype)))
+    return (rows * (gl.unsqueeze(-2) * upper)).sum(-1).movedim(-1, d)
 
 
 def _cumprod(x: Tensor, d: int) -> Tensor:

@@ -111,13 +111,23 @@ class Sort(_Selection):
         return _finish_selection(ctx, x, idx, dim, True)
 
 
+class SortStable(Sort):
+    """torch's ``sort.stable`` overload: chosen whenever ``stable=`` is passed."""
+
+    node_name = "SortBackward1"
+
+
+_UNSET = object()
+
+
 def _dim_of(x: Tensor, dim: int) -> int:
     return _wrap_dim(dim, x.ndim)
 
 
-def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
-    """Sorted values and their indices along ``dim`` (a ``sort`` named tuple)."""
-    v, i = Sort.apply(x, dim=_dim_of(x, dim), descending=descending)
+def sort(x: Tensor, dim: int = -1, descending: bool = False, stable=_UNSET):
+    """Sorted values and their indices along ``dim`` (a ``sort`` named tuple); always stable."""
+    op = Sort if stable is _UNSET else SortStable
+    v, i = op.apply(x, dim=_dim_of(x, dim), descending=descending)
     return return_types.sort(v, i)
 
 
