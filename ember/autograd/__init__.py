@@ -14,6 +14,7 @@ from ember.autograd.grad_mode import (
     set_grad_enabled,
 )
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from ember.autograd.trace import trace
 
 
 def _seq(x) -> tuple:
@@ -83,5 +84,5 @@ __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "detect_anomaly",
     "enable_grad", "functional", "grad", "graph", "gradcheck", "gradgradcheck", "inference_mode",
     "is_grad_enabled", "no_grad",
-    "once_differentiable", "set_detect_anomaly", "set_grad_enabled",
+    "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "trace",
 ]

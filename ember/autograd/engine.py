@@ -154,6 +154,8 @@ def _capture(node, buf, capture, results) -> None:
         if idx is not None and g is not None:
             g = _apply_tensor_hooks(node, nr, g)
             buf[nr] = g
+            if graph.TRACE[0] is not None:
+                graph.TRACE[0].capture(node, nr, g)
             for i in idx:
                 results[i] = g
 
@@ -199,6 +201,8 @@ def _apply_tensor_hooks(node, nr: int, g):
         if hooks:
             for fn in tuple(hooks.values()):
                 r = fn(g)
+                if graph.TRACE[0] is not None:
+                    graph.TRACE[0].hook("tensor_hook", node, fn, g, r, nr)
                 if r is not None:
                     g = r
     return g
@@ -206,6 +210,7 @@ def _apply_tensor_hooks(node, nr: int, g):
 
 def _run_node(node, grads: list) -> tuple:
     """One node, in torch's order: tensor hooks, retain_grad, pre-hooks, backward, post-hooks."""
+    tr = graph.TRACE[0]
     if node._tensor_hooks:
         # Grouped by output, in order of each output's first hook; torch calls them even
         # for an output that received no gradient (with None).
@@ -213,6 +218,8 @@ def _run_node(node, grads: list) -> tuple:
             g = grads[nr]
             for fn in tuple(hooks.values()):
                 r = fn(g)
+                if tr is not None:
+                    tr.hook("tensor_hook", node, fn, g, r, nr)
                 if r is not None:
                     g = r
             grads[nr] = g
@@ -222,20 +229,30 @@ def _run_node(node, grads: list) -> tuple:
             g = grads[nr]
             if t is not None and g is not None:
                 t._grad = g.clone() if t._grad is None else t._grad + g
+                if tr is not None:
+                    tr.hook("retain_grad", node, None, g, t._grad, nr)
     if node._pre_hooks:
         for fn in tuple(node._pre_hooks.values()):
             r = fn(tuple(grads))
+            if tr is not None:
+                tr.hook("pre_hook", node, fn, grads, r)
             if r is not None:
                 grads = list(r)
     if all(g is None for g in grads):
         outs = (None,) * len(node.next_functions)
     else:
+        if tr is not None:
+            tr.node(node, grads)
         outs = node._call(grads)
+        if tr is not None:
+            tr.node_outputs(outs)
     if graph.ANOMALY[0] and graph.ANOMALY[1]:
         _check_nan(node, outs)
     if node._post_hooks:
         for fn in tuple(node._post_hooks.values()):
             r = fn(outs, tuple(grads))
+            if tr is not None:
+                tr.hook("post_hook", node, fn, outs, r)
             if r is not None:
                 outs = tuple(r)
     return outs

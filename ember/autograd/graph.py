@@ -19,6 +19,7 @@ OUT = object()  # marks a saved entry that is one of the node's own outputs
 ANOMALY = [False, True]  # detect_anomaly's switch and its check_nan, global as in torch
 SAVED_HOOKS: list = []  # stack of (pack, unpack) pairs pushed by saved_tensors_hooks
 PACKED = object()  # marks a saved entry that went through a pack hook
+TRACE: list = [None]  # the active autograd.trace recorder, if any
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -188,10 +189,15 @@ class AccumulateGrad(Node):
             var._grad = old + g
         else:
             np.add(old._data, g._data, out=old._data, casting="unsafe")
+        tr = TRACE[0]
+        if tr is not None:
+            tr.accumulate(self, var)
         aux = var._aux
         if aux is not None and aux.post_acc_hooks:
             for fn in tuple(aux.post_acc_hooks.values()):
                 fn(var)
+                if tr is not None:
+                    tr.hook("post_accumulate_grad_hook", self, fn, var._grad, None)
         return ()
 
 
