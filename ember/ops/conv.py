@@ -63,14 +63,14 @@ def _conv(x, w, b, stride, dil, pads, groups) -> np.ndarray:
 
 
 def _col2im(cols: np.ndarray, full: tuple, stride, dil) -> np.ndarray:
-    """Sum each kernel position's columns (N, C, kh, kw, ih, iw) into an (N, C, *full) image."""
-    n, c, kh, kw, ih, iw = cols.shape
+    """Sum each kernel position's columns (N, kh, kw, C, ih, iw) into an (N, C, *full) image."""
+    n, kh, kw, c, ih, iw = cols.shape
     out = np.zeros((n, c, *full), dtype=cols.dtype)
     for i in range(kh):  # a loop over kernel positions only; each step is one strided add
         hs = slice(i * dil[0], i * dil[0] + stride[0] * (ih - 1) + 1, stride[0])
         for j in range(kw):
             ws = slice(j * dil[1], j * dil[1] + stride[1] * (iw - 1) + 1, stride[1])
-            out[:, :, hs, ws] += cols[:, :, i, j]
+            out[:, :, hs, ws] += cols[:, i, j]
     return out
 
 
@@ -80,9 +80,11 @@ def _conv_t(g, w, b, stride, dil, pads, groups, out_size) -> np.ndarray:
     n, cin, ih, iw = g.shape
     _, cog, kh, kw = w.shape
     cig = cin // groups
-    wt = w.reshape(groups, cig, cog * kh * kw).transpose(0, 2, 1)
-    cols = np.matmul(wt, g.reshape(n, groups, cig, ih * iw))
-    cols = cols.reshape(n, groups * cog, kh, kw, ih, iw)
+    # Rows ordered (kh, kw, group, cog) so each kernel position's columns are one block.
+    wt = w.reshape(groups, cig, cog, kh, kw).transpose(3, 4, 0, 2, 1)
+    wt = wt.reshape(kh * kw, groups, cog, cig)
+    cols = np.matmul(wt[:, None], g.reshape(1, n, groups, cig, ih * iw))
+    cols = cols.reshape(kh, kw, n, groups * cog, ih, iw).transpose(2, 0, 1, 3, 4, 5)
     full = ((ih - 1) * stride[0] + dil[0] * (kh - 1) + 1,
             (iw - 1) * stride[1] + dil[1] * (kw - 1) + 1)
     out = _col2im(cols, full, stride, dil)

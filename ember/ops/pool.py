@@ -46,15 +46,15 @@ def _max_pool(x, ksize, stride, pad, dil, osize):
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = _padded(x, pad, osize, ksize, stride, dil, fill)
     best = xp[_tap(xp, 0, 0, osize, stride, dil)].copy()
-    arg = np.zeros(best.shape, dtype=np.int64)
+    arg = np.zeros(best.shape, dtype=np.int8 if ksize[0] * ksize[1] < 128 else np.int64)
     for k in range(1, ksize[0] * ksize[1]):
         v = xp[_tap(xp, k // ksize[1], k % ksize[1], osize, stride, dil)]
         # Strictly greater keeps the first maximum; NaN wins, as in torch.
         m = v > best
         if x.dtype.kind == "f":
-            m |= np.isnan(v)
+            m |= v != v
         np.copyto(best, v, where=m)
-        arg[m] = k
+        np.copyto(arg, k, where=m)
     rows = np.arange(osize[0]).reshape(-1, 1) * stride[0] - pad[0] + (arg // ksize[1]) * dil[0]
     cols = np.arange(osize[1]) * stride[1] - pad[1] + (arg % ksize[1]) * dil[1]
     return best, rows * x.shape[3] + cols

@@ -196,3 +196,21 @@ def test_conv_layer_errors(kw, match, exc):
         torch.nn.Conv2d(3, 4, 3, **kw)
     with pytest.raises(exc, match=match.replace("(", r"\(")):
         ember.nn.Conv2d(3, 4, 3, **kw)
+
+
+def _cnn(nn):
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Dropout(0.25), nn.Linear(512, 10))
+
+
+def test_note_cnn_prints_and_trains_like_torch():
+    import torch
+    from layer_oracle import assert_same_structure, compare_layer
+
+    e, t = _cnn(ember.nn), _cnn(torch.nn)
+    assert_same_structure(e, t)
+    assert str(e) == str(t)
+    # Eval mode (dropout off): same weights give the same outputs and gradients.
+    compare_layer(e, t, arr(4, 1, 28, 28), train=False, atol=1e-4)
