@@ -14,6 +14,8 @@ from ember._random import rng
 from ember._tensor import Tensor
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import OUT
+from ember.ops._promote import float_arg
+from ember.ops.pointwise_math import AcoshInplace, AsinhInplace, AtanhInplace
 from ember.ops.pointwise_more import _CNAME
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -170,7 +172,7 @@ INPLACE_OF = (
     "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "deg2rad", "rad2deg", "erf",
     "erfc", "erfinv", "floor", "ceil", "round", "trunc", "fix", "frac", "sign", "sgn", "clamp",
     "clip", "clamp_min", "clamp_max", "remainder", "fmod", "floor_divide", "atan2", "arctan2",
-    "hypot", "lerp", "addcmul", "addcdiv", "xlogy", "copysign", "nan_to_num", "logaddexp",
+    "hypot", "lerp", "addcmul", "addcdiv", "xlogy", "copysign", "nan_to_num",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
     "bitwise_right_shift", "logical_and", "logical_or", "logical_xor", "logical_not", "eq",
     "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal",
@@ -182,6 +184,17 @@ METHODS.update({
     "add_": _fast("add", np.add), "sub_": _fast("sub", np.subtract),
     "mul_": _fast("mul", np.multiply), "div_": _fast("div", np.true_divide),
 })
+
+
+def _second_name(op):
+    """asinh_, acosh_, atanh_: the same math, recorded as ``*Backward1`` as torch does."""
+    return lambda x: apply_inplace(x, lambda t: op.apply(float_arg(t)))
+
+
+METHODS.update({"asinh_": _second_name(AsinhInplace), "acosh_": _second_name(AcoshInplace),
+                "atanh_": _second_name(AtanhInplace)})
+METHODS.update({"arcsinh_": METHODS["asinh_"], "arccosh_": METHODS["acosh_"],
+                "arctanh_": METHODS["atanh_"]})
 
 
 def float_power_(x: Tensor, exponent) -> Tensor:
@@ -269,8 +282,8 @@ def random_(x: Tensor, from_=None, to=None, *, generator=None) -> Tensor:
     lo = 0 if from_ is None else int(from_)
     if to is None:
         d = x._data.dtype
-        hi = {"f": 2 ** (np.finfo(d).nmant + 1) + 1, "b": 2}.get(d.kind)
-        hi = hi or int(np.iinfo(d).max) + 1
+        hi = 2 ** (np.finfo(d).nmant + 1) + 1 if d.kind == "f" else 2 if d.kind == "b" else \
+            int(np.iinfo(d).max) + 1
     else:
         hi = int(to)
     if lo >= hi:

@@ -244,11 +244,20 @@ def mul(a, b) -> Tensor:
     return Mul.apply(a, b)
 
 
-def div(a, b, *, rounding_mode: str | None = None) -> Tensor:
+class DivExplicitNone(Div):
+    """``div(a, b, rounding_mode=None)``: true division, recorded under torch's other name."""
+
+    node_name = "DivBackward2"
+
+
+_UNSET = "unset"  # tells div(a, b) from div(a, b, rounding_mode=None), as torch's names do
+
+
+def div(a, b, *, rounding_mode: str | None = _UNSET) -> Tensor:
     a, b = _lhs_tensor(a, b)
-    if rounding_mode is None:
+    if rounding_mode is _UNSET or rounding_mode is None:
         a, b = binary_args(a, b, float_result=True)
-        return Div.apply(a, b)
+        return (Div if rounding_mode is _UNSET else DivExplicitNone).apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{rounding_mode}'")

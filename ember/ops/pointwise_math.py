@@ -255,6 +255,21 @@ class Rad2Deg(Op):
         return g * (180 / math.pi)
 
 
+def _inplace_variant(op, name: str):
+    """torch records asinh_/acosh_/atanh_ as ``*Backward1``, whose backward is missing."""
+    def backward(ctx, g):
+        raise NotImplementedError(f"the derivative for 'inplace version of {name}' is not "
+                                  "implemented.")
+    return type(op.__name__ + "Inplace", (op,), {
+        "node_name": op.node_name.replace("0", "1"), "saves": (),
+        "backward": staticmethod(backward), "__module__": __name__})
+
+
+AsinhInplace = _inplace_variant(Asinh, "asinh")
+AcoshInplace = _inplace_variant(Acosh, "acosh")
+AtanhInplace = _inplace_variant(Atanh, "atanh")
+
+
 def _unary(op, name: str):
     def fn(x: Tensor) -> Tensor:
         return op.apply(float_arg(x))
