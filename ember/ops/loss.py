@@ -50,7 +50,7 @@ class NllLoss(Op):
         loss = -picked * w
         if reduction == "mean":
             denom = w.sum(dtype=x.dtype)
-            coef = -w / denom if denom != 0 else np.full_like(w, np.nan)
+            coef = -w / denom if denom != 0 else np.zeros_like(w)  # torch: zero grad
             with np.errstate(invalid="ignore", divide="ignore"):
                 out = loss.sum(dtype=x.dtype) / denom
         elif reduction == "sum":
