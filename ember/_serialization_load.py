@@ -7,6 +7,7 @@ torch. With ``weights_only=True`` (the default) any global outside the allow-lis
 
 from __future__ import annotations
 
+import _compat_pickle
 import codecs
 import contextlib
 import io
@@ -71,8 +72,10 @@ def _rebuild_tensor_v2(storage: _LoadedStorage, storage_offset: int, size, strid
                                f"{storage_offset} is out of bounds for its storage of "
                                f"{arr.size} elements (corrupt file?)")
     item = arr.itemsize
-    view = np.lib.stride_tricks.as_strided(arr[storage_offset:], shape=size,
-                                           strides=tuple(s * item for s in stride))
+    # An ndarray over the storage's buffer (base = the storage), so a later save finds it.
+    view = np.ndarray(size, dtype=arr.dtype, buffer=arr,
+                      offset=storage_offset * item if 0 not in size else 0,
+                      strides=tuple(s * item for s in stride))
     t = Tensor._make(view)
     t._set_view_of(storage.holder)
     if requires_grad:
@@ -193,6 +196,11 @@ class _Unpickler(pickle.Unpickler):
         return self._persistent(pid)
 
     def find_class(self, module: str, name: str):
+        # Protocol 2 writes Python 2 names (__builtin__.set, ...); map them as pickle does.
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
         full = f"{module}.{name}"
         if full in self._allowed:
             return self._allowed[full]

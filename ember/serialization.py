@@ -92,9 +92,21 @@ class _Storage:
 
 
 def _root(a: np.ndarray) -> np.ndarray:
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
+    """The array owning ``a``'s memory (through views, and the wrapper as_strided adds)."""
+    while True:
+        b = a.base
+        if not isinstance(b, np.ndarray):
+            b = getattr(b, "base", None)  # numpy's as_strided keeps the source one level down
+            if not isinstance(b, np.ndarray):
+                return a
+        a = b
+
+
+def _extent(a: np.ndarray) -> int:
+    """Bytes from ``a``'s first element to the end of its last one (non-negative strides)."""
+    if a.size == 0:
+        return 0
+    return sum((n - 1) * s for n, s in zip(a.shape, a.strides)) + a.itemsize
 
 
 class _Pickler(pickle._Pickler):
@@ -142,7 +154,7 @@ class _Pickler(pickle._Pickler):
               and all(s >= 0 and s % item == 0 for s in a.strides))
         if ok:
             delta = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-            ok = delta % item == 0 and 0 <= delta <= root.nbytes
+            ok = delta % item == 0 and 0 <= delta and delta + _extent(a) <= root.nbytes
         if not ok:
             root = a = np.ascontiguousarray(a)
             delta = 0
@@ -201,21 +213,22 @@ class _AlignedZipWriter:
         with self.zf.open(info, "w", force_zip64=zip64) as w:
             w.write(data)
 
-    def close(self) -> None:
-        self.zf.close()
-
 
 def _write_checkpoint(fileobj, archive_name: str, data_pkl: bytes, storages) -> None:
     w = _AlignedZipWriter(fileobj, archive_name)
-    w.write("data.pkl", data_pkl)
-    w.write(".format_version", b"1")
-    w.write(".storage_alignment", str(STORAGE_ALIGNMENT).encode())
-    w.write("byteorder", sys.byteorder.encode())
-    for st in storages:
-        w.write(f"data/{st.key}", st.raw())
-    w.write("version", b"3\n")
-    w.write(".data/serialization_id", f"{secrets.randbits(128):040d}"[:40].encode())
-    w.close()
+    try:
+        w.write("data.pkl", data_pkl)
+        w.write(".format_version", b"1")
+        w.write(".storage_alignment", str(STORAGE_ALIGNMENT).encode())
+        w.write("byteorder", sys.byteorder.encode())
+        for st in storages:
+            w.write(f"data/{st.key}", st.raw())
+        w.write("version", b"3\n")
+        w.write(".data/serialization_id", f"{secrets.randbits(128):040d}"[:40].encode())
+    except BaseException:
+        w.zf.fp = None  # abandon the archive: no central directory is written on failure
+        raise
+    w.zf.close()
 
 
 def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
