@@ -12,7 +12,8 @@ from ember._tensor import Size, Tensor
 from ember._random import (
     Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
 )
-from ember import _creation, ops as _ops
+from ember import _creation, _random, ops as _ops
+from ember._tensor_str import set_printoptions
 from ember.autograd.grad_mode import (
     no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
     is_inference_mode_enabled,
@@ -28,9 +29,10 @@ short = int16
 if _dtype.bfloat16 is not None:
     bfloat16 = _dtype.bfloat16
 
-for _name, _fn in _creation.METHODS.items():
-    setattr(Tensor, _name, _fn)
-globals().update(_creation.FUNCTIONS)
+for _mod in (_creation, _random):
+    for _name, _fn in _mod.METHODS.items():
+        setattr(Tensor, _name, _fn)
+    globals().update(_mod.FUNCTIONS)
 _ops.install(Tensor, globals())
 
 from ember import autograd  # noqa: E402

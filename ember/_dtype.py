@@ -143,8 +143,8 @@ def to_dtype(obj) -> dtype:
     """Accept an ember dtype, a NumPy dtype, a Python type or a torch-style string."""
     if isinstance(obj, dtype):
         return obj
-    if obj is float:
-        return _default_float
+    if obj is float:  # torch maps the Python type float to float64, whatever the default
+        return float64
     if obj is int:
         return int64
     if obj is bool:
@@ -178,27 +178,47 @@ TYPE_BY_NAME = {v: k for k, v in TYPE_NAMES.items()}
 
 
 class finfo:
-    """torch.finfo for floating dtypes."""
+    """torch.finfo: machine limits of a floating dtype (the default dtype when none is given)."""
 
     def __init__(self, type: dtype | None = None) -> None:
         d = to_dtype(type) if type is not None else _default_float
+        if not d.is_floating_point:
+            raise TypeError("torch.finfo() requires a floating point input type. Use "
+                            "torch.iinfo to handle 'torch.finfo'")
         info = np.finfo(d.np)
         self.dtype = d.name
-        self.bits = info.bits
+        self.bits = int(info.bits)
         self.eps = float(info.eps)
         self.max = float(info.max)
         self.min = float(info.min)
-        self.tiny = self.smallest_normal = float(info.tiny)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
         self.resolution = float(info.resolution)
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+    __str__ = __repr__
 
 
 class iinfo:
-    """torch.iinfo for integer dtypes."""
+    """torch.iinfo: the range of an integer dtype."""
 
     def __init__(self, type: dtype) -> None:
         d = to_dtype(type)
+        if d is bool_:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if d.is_floating_point:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
+                            "handle 'torch.iinfo'")
         info = np.iinfo(d.np)
         self.dtype = d.name
-        self.bits = info.bits
+        self.bits = int(info.bits)
         self.max = int(info.max)
         self.min = int(info.min)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+    __str__ = __repr__

@@ -1,31 +1,44 @@
 """Random number generation: torch's Generator API over NumPy's PCG64.
 
-The streams need not match torch's numbers, only its API: manual_seed makes runs repeatable.
+The streams need not match torch's numbers, only its API: ``manual_seed`` makes runs
+repeatable, ``get_state``/``set_state`` save and restore a generator as a uint8 tensor.
 """
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
+
+_DEFAULT_SEED = 67280421310721  # torch's default initial seed
+_MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 
 
 class Generator:
-    """torch.Generator: ``manual_seed``, ``seed``, ``initial_seed``, ``get_state``/``set_state``."""
+    """torch.Generator: ``manual_seed``, ``seed``, ``initial_seed``, ``get_state``/``set_state``.
+
+    >>> g = ember.Generator().manual_seed(0)
+    >>> ember.rand(2, generator=g)  # the same two numbers on every run
+    """
 
     def __init__(self, device="cpu") -> None:
-        self.device = device
-        self._seed = 67280421310721  # torch's default initial seed
+        from ember._backend import check_device
+
+        self.device = check_device(device)
+        self._seed = _DEFAULT_SEED
         self._rng = np.random.default_rng(self._seed)
 
-    def manual_seed(self, seed: int) -> Generator:
+    def manual_seed(self, seed) -> Generator:
         seed = int(seed)
-        if seed < 0:
-            seed &= 0xFFFF_FFFF_FFFF_FFFF
-        self._seed = seed
-        self._rng = np.random.default_rng(seed)
+        if not -(1 << 63) <= seed <= _MASK64:
+            raise ValueError("Overflow when unpacking long long")
+        self._seed = seed & _MASK64  # negative seeds wrap, as torch's uint64 does
+        self._rng = np.random.default_rng(self._seed)
         return self
 
     def seed(self) -> int:
-        s = int(np.random.SeedSequence().entropy) & 0xFFFF_FFFF_FFFF_FFFF
+        """Seed from OS entropy and return the seed used."""
+        s = int(np.random.SeedSequence().entropy) & _MASK64
         self.manual_seed(s)
         return s
 
@@ -33,20 +46,31 @@ class Generator:
         return self._seed
 
     def get_state(self):
+        """The generator state as a uint8 tensor (restore it with ``set_state``)."""
         from ember._tensor import Tensor
 
-        state = repr(self._rng.bit_generator.state).encode()
+        state = repr((self._seed, self._rng.bit_generator.state)).encode()
         return Tensor._make(np.frombuffer(state, dtype=np.uint8).copy())
 
-    def set_state(self, state) -> Generator:
-        import ast
+    def set_state(self, new_state) -> Generator:
+        from ember._tensor import Tensor
 
-        raw = bytes(state._data.astype(np.uint8)).decode()
-        self._rng.bit_generator.state = ast.literal_eval(raw)
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state._data.dtype != np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        try:
+            seed, state = ast.literal_eval(new_state._data.tobytes().decode())
+            rng = np.random.default_rng()
+            rng.bit_generator.state = state
+        except (ValueError, SyntaxError, TypeError, KeyError, UnicodeDecodeError):
+            raise RuntimeError("Invalid generator state: not one made by get_state()") from None
+        self._seed, self._rng = seed, rng
         return self
 
     @property
     def rng(self) -> np.random.Generator:
+        """The NumPy generator that draws this generator's numbers."""
         return self._rng
 
 
@@ -54,15 +78,21 @@ default_generator = Generator()
 
 
 def rng(generator: Generator | None) -> np.random.Generator:
-    return (generator or default_generator)._rng
+    """The NumPy generator behind ``generator`` (the default generator when None)."""
+    if generator is None:
+        return default_generator._rng
+    if not isinstance(generator, Generator):
+        raise TypeError(f"expected a torch.Generator, but got {type(generator).__name__}")
+    return generator._rng
 
 
-def manual_seed(seed: int) -> Generator:
-    """Seed the default generator (and NumPy's legacy global RNG, as torch seeds its own)."""
+def manual_seed(seed) -> Generator:
+    """Seed the default generator; returns it."""
     return default_generator.manual_seed(seed)
 
 
 def seed() -> int:
+    """Seed the default generator from OS entropy; returns the seed."""
     return default_generator.seed()
 
 
@@ -74,5 +104,324 @@ def get_rng_state():
     return default_generator.get_state()
 
 
-def set_rng_state(state) -> None:
-    default_generator.set_state(state)
+def set_rng_state(new_state) -> None:
+    default_generator.set_state(new_state)
+
+
+# --- random factories ------------------------------------------------------------------------
+# (imported here, below the Generator, because ember._creation needs nothing from this module)
+
+from ember import _dtype  # noqa: E402
+from ember._creation import dtype_or, finish, legacy_name, parse_size, zeros_like  # noqa: E402
+from ember._tensor import Tensor  # noqa: E402
+from ember.autograd.function import Op  # noqa: E402
+
+
+def _float_dtype(dtype, kernel: str) -> _dtype.dtype:
+    dt = dtype_or(dtype)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{legacy_name(dt)}'")
+    return dt
+
+
+def _uniform(g: np.random.Generator, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
+    if dt is _dtype.float64:
+        return g.random(shape)
+    return g.random(shape, dtype=np.float32).astype(dt.np, copy=False)
+
+
+def _standard_normal(g: np.random.Generator, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
+    if dt is _dtype.float64:
+        return g.standard_normal(shape)
+    return g.standard_normal(shape, dtype=np.float32).astype(dt.np, copy=False)
+
+
+def rand(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
+         layout=None, device=None, requires_grad: bool = False,
+         pin_memory: bool = False) -> Tensor:
+    """Uniform samples from [0, 1)."""
+    shape = parse_size(args, "rand", size)
+    dt = _float_dtype(dtype, "check_uniform_bounds")
+    return finish(_uniform(rng(generator), shape, dt), requires_grad, device)
+
+
+def randn(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
+          layout=None, device=None, requires_grad: bool = False,
+          pin_memory: bool = False) -> Tensor:
+    """Standard normal samples."""
+    shape = parse_size(args, "randn", size)
+    dt = _float_dtype(dtype, "normal_kernel_cpu")
+    return finish(_standard_normal(rng(generator), shape, dt), requires_grad, device)
+
+
+def _randint_array(g, low, high, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
+    low, high = int(low), int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    return g.integers(low, high, size=shape).astype(dt.np)
+
+
+def randint(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
+            layout=None, device=None, requires_grad: bool = False,
+            pin_memory: bool = False) -> Tensor:
+    """Integers from [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+    if size is not None:
+        args = (*args, size)
+    if len(args) not in (2, 3):
+        raise TypeError(f"randint() received an invalid combination of arguments - got "
+                        f"({', '.join(type(a).__name__ for a in args)}), but expected one of:\n"
+                        " * (int high, tuple of ints size, ...)\n"
+                        " * (int low, int high, tuple of ints size, ...)")
+    low, high, shape = (0, *args) if len(args) == 2 else args
+    if not isinstance(shape, list | tuple):
+        raise TypeError(f"randint(): argument 'size' (position {len(args)}) must be tuple of "
+                        f"ints, not {type(shape).__name__}")
+    shape = parse_size((shape,), "randint")
+    dt = dtype_or(dtype, _dtype.int64)
+    return finish(_randint_array(rng(generator), _item(low), _item(high), shape, dt),
+                  requires_grad, device)
+
+
+def randperm(n: int, *, generator: Generator | None = None, out=None, dtype=None, layout=None,
+             device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A random permutation of ``0 .. n-1``."""
+    n = int(_item(n))
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    dt = dtype_or(dtype, _dtype.int64)
+    return finish(rng(generator).permutation(n).astype(dt.np), requires_grad, device)
+
+
+def _item(v):
+    return v.item() if isinstance(v, Tensor | np.generic) else v
+
+
+def _like(x, fname: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
+
+
+def rand_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None,
+              device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
+    x = _like(input, "rand_like")
+    return rand(x.shape, generator=generator, dtype=dtype or x.dtype, device=device,
+                requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None,
+               device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
+    x = _like(input, "randn_like")
+    return randn(x.shape, generator=generator, dtype=dtype or x.dtype, device=device,
+                 requires_grad=requires_grad)
+
+
+def randint_like(input: Tensor, low, high=None, *, generator: Generator | None = None,
+                 dtype=None, layout=None, device=None, requires_grad: bool = False,
+                 memory_format=None) -> Tensor:
+    """``randint_like(x, high)`` or ``randint_like(x, low, high)``, shaped and typed like x."""
+    x = _like(input, "randint_like")
+    if high is None:
+        low, high = 0, low
+    dt = dtype_or(dtype, x.dtype)
+    return finish(_randint_array(rng(generator), _item(low), _item(high), x._data.shape, dt),
+                  requires_grad, device)
+
+
+# --- normal and bernoulli: samples are not differentiable in their parameters ---------------
+
+
+class _Sampled(Op):
+    """The output is a random sample; torch gives its parameters zero gradients."""
+
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, *params, sample=None):
+        return sample
+
+    @staticmethod
+    def backward(ctx, g):
+        return tuple(zeros_like(g) if need else None for need in ctx.needs_input_grad)
+
+
+class _NormalTensorFloat(_Sampled):
+    node_name = "NormalBackward1"
+
+
+class _NormalFloatTensor(_Sampled):
+    node_name = "NormalBackward2"
+
+
+class _NormalTensorTensor(_Sampled):
+    node_name = "NormalBackward3"
+
+
+class _BernoulliTensor(_Sampled):
+    node_name = "BernoulliBackward0"
+
+
+class _BernoulliFloat(_Sampled):
+    node_name = "BernoulliBackward1"
+
+
+def _check_std(std) -> None:
+    if isinstance(std, Tensor):
+        if np.any(std._data < 0):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+
+
+def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=None,
+           dtype=None, layout=None, device=None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """Normal samples; torch's four forms:
+
+    ``normal(mean_tensor, std_tensor)``, ``normal(mean_tensor, std=1.0)``,
+    ``normal(mean_float, std_tensor)``, ``normal(mean_float, std_float, size)``.
+    """
+    mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
+    g = rng(generator)
+    if not mt and not st:
+        if size is None:
+            raise TypeError(
+                f"normal() received an invalid combination of arguments - got "
+                f"({type(mean).__name__}, {type(std).__name__}), but expected one of:\n"
+                " * (Tensor mean, Tensor std, *, torch.Generator generator = None)\n"
+                " * (Tensor mean, float std = 1, *, torch.Generator generator = None)\n"
+                " * (float mean, Tensor std, *, torch.Generator generator = None)\n"
+                " * (float mean, float std, tuple of ints size, *, ...)")
+        shape = parse_size((size,), "normal")
+        _check_std(std)
+        dt = _float_dtype(dtype, "normal_kernel_cpu")
+        sample = (mean + std * _standard_normal(g, shape, dt)).astype(dt.np, copy=False)
+        return finish(sample, requires_grad, device)
+    dt = mean.dtype if mt else std.dtype
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
+                                  f"'{legacy_name(dt)}'")
+    if mt and st:
+        from ember.ops._promote import check_broadcast
+
+        check_broadcast(mean._data.shape, std._data.shape)
+    _check_std(std)
+    m = mean._data if mt else mean
+    s = std._data.astype(dt.np, copy=False) if st else std
+    shape = np.broadcast_shapes(np.shape(m), np.shape(s))
+    sample = (m + s * _standard_normal(g, shape, dt)).astype(dt.np, copy=False)
+    if mt and st:
+        return _NormalTensorTensor.apply(mean, std, sample=sample)
+    if mt:
+        return _NormalTensorFloat.apply(mean, sample=sample)
+    return _NormalFloatTensor.apply(std, sample=sample)
+
+
+def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None,
+              out=None) -> Tensor:
+    """0/1 samples: each element is 1 with probability ``input`` (or ``p`` when given)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    g = rng(generator)
+    shape = input._data.shape
+    if p is not None:
+        _check_p(p)
+        sample = (g.random(shape) < p).astype(input._data.dtype)
+        return _BernoulliFloat.apply(input, sample=sample)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
+                                  f"'{legacy_name(input.dtype)}'")
+    probs = input._data
+    if np.any((probs < 0) | (probs > 1)):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
+                           "this error message be improved?  If so, please report an "
+                           "enhancement request to PyTorch.)")
+    sample = (g.random(shape) < probs).astype(probs.dtype)
+    return _BernoulliTensor.apply(input, sample=sample)
+
+
+def _check_p(p: float) -> None:
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+
+
+# --- in-place fills: Tensor.uniform_, normal_, bernoulli_, random_ ---------------------------
+
+
+class _UniformInplace(_Sampled):
+    node_name = "UniformBackward0"
+
+
+class _NormalInplace(_Sampled):
+    node_name = "NormalBackward0"
+
+
+class _BernoulliInplace(_Sampled):
+    node_name = "BernoulliBackward2"
+
+
+class _RandomInplace(_Sampled):
+    node_name = "RandomBackward0"
+
+
+def _fill_inplace(x: Tensor, sample: np.ndarray, node: type[_Sampled]) -> Tensor:
+    from ember.autograd.grad_mode import STATE
+    from ember.ops.inplace import apply_inplace, check_inplace
+
+    if STATE.enabled and x._rg:
+        # A non-leaf keeps its place in the graph; the new values get zero gradient.
+        return apply_inplace(x, node.apply, sample=np.asarray(sample, x._data.dtype))
+    check_inplace(x)
+    x._data[...] = sample
+    x._vc[0] += 1
+    return x
+
+
+def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *,
+             generator: Generator | None = None) -> Tensor:
+    """Fill with uniform samples from [from_, to)."""
+    u = rng(generator).random(self._data.shape)
+    return _fill_inplace(self, from_ + (to - from_) * u, _UniformInplace)
+
+
+def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
+            generator: Generator | None = None) -> Tensor:
+    """Fill with normal samples."""
+    _check_std(std)
+    sample = mean + std * rng(generator).standard_normal(self._data.shape)
+    return _fill_inplace(self, sample, _NormalInplace)
+
+
+def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Tensor:
+    """Fill with 0/1 samples, 1 with probability ``p`` (a float or a tensor of probabilities)."""
+    probs = p._data if isinstance(p, Tensor) else p
+    if not isinstance(p, Tensor):
+        _check_p(p)
+    return _fill_inplace(self, rng(generator).random(self._data.shape) < probs,
+                         _BernoulliInplace)
+
+
+def random_(self: Tensor, from_: int = 0, to: int | None = None, *,
+            generator: Generator | None = None) -> Tensor:
+    """Fill with integers from [from_, to); ``random_(to)`` means [0, to)."""
+    if to is None:
+        if from_ == 0:
+            kind = self._data.dtype.kind
+            to = 2 if kind == "b" else 2 ** (np.finfo(self._data.dtype).nmant + 1) \
+                if kind == "f" else int(np.iinfo(self._data.dtype).max) + 1
+        else:
+            from_, to = 0, from_
+    sample = _randint_array(rng(generator), from_, to, self._data.shape, _dtype.int64)
+    return _fill_inplace(self, sample, _RandomInplace)
+
+
+METHODS = {"uniform_": uniform_, "normal_": normal_, "bernoulli_": bernoulli_,
+           "random_": random_, "bernoulli": bernoulli}
+FUNCTIONS = {
+    "rand": rand, "randn": randn, "randint": randint, "randperm": randperm, "normal": normal,
+    "bernoulli": bernoulli, "rand_like": rand_like, "randn_like": randn_like,
+    "randint_like": randint_like,
+}

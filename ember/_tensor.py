@@ -23,6 +23,14 @@ class Size(tuple):
 
     __slots__ = ()
 
+    def __new__(cls, sizes=()):
+        items = tuple(sizes)
+        for i, s in enumerate(items):
+            if type(s) is not int:
+                items = tuple(_size_item(i, x) for i, x in enumerate(items))
+                break
+        return tuple.__new__(cls, items)
+
     def __repr__(self) -> str:
         return f"ember.Size({list(self)})"
 
@@ -39,10 +47,31 @@ class Size(tuple):
         return Size(r) if isinstance(key, slice) else r
 
     def __add__(self, other):
-        return Size(tuple.__add__(self, tuple(other)))
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
     def __reduce__(self):
         return (Size, (tuple(self),))
+
+
+def _size_item(i: int, x) -> int:
+    if isinstance(x, int | np.integer) and not isinstance(x, bool):
+        return int(x)
+    if isinstance(x, Tensor) and x._data.ndim == 0 and x._data.dtype.kind in "iu":
+        return int(x._data)
+    raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is "
+                    f"'{type(x).__name__}')")
 
 
 class _Aux:
@@ -58,62 +87,6 @@ class _Aux:
         self.name = None
 
 
-def _to_array(data, dt: _DType | None):
-    """Convert Python data / arrays / tensors to an array with torch's dtype inference."""
-    if isinstance(data, Tensor):
-        arr = data._data
-        return arr.astype(dt.np) if dt is not None and arr.dtype != dt.np else arr.copy()
-    if isinstance(data, np.ndarray):
-        if dt is None:
-            dt = _dtype.from_numpy_dtype(data.dtype)
-        return np.array(data, dtype=dt.np)
-    if dt is None:
-        dt = _infer_dtype(data)
-    if isinstance(data, list | tuple) and any(isinstance(x, Tensor) for x in _flat(data)):
-        data = _tensors_to_lists(data)
-    try:
-        return np.array(data, dtype=dt.np)
-    except (ValueError, TypeError) as e:
-        raise TypeError(f"can't construct a tensor from {type(data).__name__}: {e}") from None
-
-
-def _flat(seq):
-    for x in seq:
-        if isinstance(x, list | tuple):
-            yield from _flat(x)
-        else:
-            yield x
-
-
-def _tensors_to_lists(seq):
-    return [
-        _tensors_to_lists(x) if isinstance(x, list | tuple)
-        else (x.item() if isinstance(x, Tensor) and x.ndim == 0 else
-              x.tolist() if isinstance(x, Tensor) else x)
-        for x in seq
-    ]
-
-
-def _infer_dtype(data) -> _DType:
-    kind = -1
-    stack = [data]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, list | tuple):
-            stack.extend(x)
-        elif isinstance(x, Tensor):
-            kind = max(kind, x.dtype._kind if x.dtype._kind < 2 else 2)
-            if x.dtype._kind == 2:
-                return x.dtype if x.dtype is not _dtype.float32 else _dtype.get_default_dtype()
-        elif isinstance(x, np.ndarray | np.generic):
-            d = _dtype.from_numpy_dtype(x.dtype)
-            kind = max(kind, d._kind)
-        else:
-            kind = max(kind, _dtype.scalar_kind(x))
-    return (_dtype.bool_, _dtype.int64, _dtype.get_default_dtype())[max(kind, 2 if kind < 0
-                                                                        else kind)]
-
-
 class Tensor:
     """A multi-dimensional array that records the operations applied to it for autograd."""
 
@@ -122,10 +95,12 @@ class Tensor:
 
     def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
         # Legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data.
+        from ember._creation import array_from_data
+
         dt = _dtype.to_dtype(dtype) if dtype is not None else None
         if len(args) == 1 and not isinstance(args[0], int):
-            arr = _to_array(args[0], dt or (_dtype.get_default_dtype()
-                                            if not isinstance(args[0], np.ndarray) else None))
+            arr = array_from_data(args[0], dt or (_dtype.get_default_dtype()
+                                                  if not isinstance(args[0], np.ndarray) else None))
         else:
             shape = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
             arr = np.empty(tuple(shape), dtype=(dt or _dtype.get_default_dtype()).np)
@@ -185,11 +160,11 @@ class Tensor:
     # --- metadata ------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return tuple.__new__(Size, self._data.shape)
 
     def size(self, dim: int | None = None):
         if dim is None:
-            return Size(self._data.shape)
+            return tuple.__new__(Size, self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
@@ -260,6 +235,9 @@ class Tensor:
     def is_complex(self) -> bool:
         return False
 
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
+
     def is_inference(self) -> bool:
         return False
 
@@ -285,20 +263,21 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
-
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if self._grad_fn is not None:
-            if not requires_grad:
-                raise RuntimeError(
-                    "you can only change requires_grad flags of leaf variables. If you want to "
-                    "use a computed variable in a subgraph that doesn't require differentiation "
-                    "use var_no_grad = var.detach()."
-                )
-            return self
-        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(_NON_LEAF_RG if value else _NON_LEAF_RG + _NON_LEAF_HINT)
+        if value and not self.dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
+        self._rg = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place (leaves only) and return self."""
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(_NON_LEAF_RG + _NON_LEAF_HINT)
+            return self
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._rg = bool(requires_grad)
         return self
 
@@ -327,8 +306,8 @@ class Tensor:
                 "indeed want the .grad field to be populated for a non-leaf Tensor, use "
                 ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
                 "mistake, make sure you access the leaf Tensor instead. See "
-                "github.com/pytorch/pytorch/pull/30531 for more informations. (Triggered "
-                "internally at /pytorch/build/aten/src/ATen/core/TensorBody.h:497.)",
+                "github.com/pytorch/pytorch/pull/30531 for more information. (Triggered "
+                "internally at /__w/pytorch/pytorch/build/aten/src/ATen/core/TensorBody.h:493.)",
                 UserWarning, stacklevel=2,
             )
         return self._grad
@@ -401,7 +380,7 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         if self._base is not None and self._grad_fn is not None:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+            raise RuntimeError(_DETACH_VIEW)
         self._grad_fn = None
         self._rg = False
         return self
@@ -414,6 +393,8 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
         self._data = value._data
 
     @property
@@ -454,14 +435,20 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+            amount = "no values" if self._data.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {amount} is ambiguous")
         return bool(self._data.reshape(()))
 
+    def _scalar(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self._data.reshape(()).item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
 
     def __index__(self) -> int:
         if self._data.size != 1 or self._data.dtype.kind not in "iub":
@@ -470,7 +457,7 @@ class Tensor:
         return int(self.item())
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._scalar())
 
     def __hash__(self) -> int:
         return id(self)
@@ -478,11 +465,11 @@ class Tensor:
     def __repr__(self, *, tensor_contents=None) -> str:
         from ember._tensor_str import tensor_repr
 
-        return tensor_repr(self)
+        return tensor_repr(self, tensor_contents)
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0:
-            return self.item().__format__(spec)
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self._data.item().__format__(spec)
         return object.__format__(self, spec)
 
     def __deepcopy__(self, memo):
@@ -511,28 +498,26 @@ class Tensor:
 
     # --- dtype and device moves ----------------------------------------------------------
     def to(self, *args, **kwargs) -> Tensor:
-        """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; ``copy=``."""
-        dt, copy = None, kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
-        for a in (*args, *kwargs.values()):
-            if isinstance(a, Tensor):
-                dt = a.dtype
-            elif isinstance(a, _DType):
-                dt = a
-            elif a is not None and not isinstance(a, bool):
-                check_device(a)
+        """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; ``copy=``.
+
+        Returns ``self`` when nothing changes; otherwise a differentiable copy.
+        """
+        dt, copy = _to_args(args, kwargs)
         if (dt is None or dt is self.dtype) and not copy:
             return self
         from ember.ops.pointwise import to_copy
 
         return to_copy(self, dt or self.dtype)
 
-    def type(self, dtype=None, non_blocking: bool = False):
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """The legacy type name (``'ember.FloatTensor'``), or a copy converted to ``dtype``."""
         if dtype is None:
             return _dtype.TYPE_NAMES[self.dtype]
-        if isinstance(dtype, str) and dtype in _dtype.TYPE_BY_NAME:
-            dtype = _dtype.TYPE_BY_NAME[dtype]
+        if isinstance(dtype, str):
+            name = "ember." + dtype.removeprefix("torch.").removeprefix("ember.")
+            if name not in _dtype.TYPE_BY_NAME:
+                raise ValueError(f"invalid type: '{dtype}'")
+            dtype = _dtype.TYPE_BY_NAME[name]
         return self.to(_dtype.to_dtype(dtype))
 
     def type_as(self, other: Tensor) -> Tensor:
@@ -588,6 +573,49 @@ class Tensor:
 
     def is_pinned(self) -> bool:
         return False
+
+
+_NON_LEAF_RG = "you can only change requires_grad flags of leaf variables."
+_NON_LEAF_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "
+                  "differentiation use var_no_grad = var.detach().")
+_DETACH_VIEW = (
+    "Can't detach views in-place. Use detach() instead. If you are using "
+    "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, "
+    "gradients are views of DDP buckets, and hence detach_() cannot be called on these "
+    "gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+    "torch/optim/optimizer.py as the solution."
+)
+
+
+def _to_args(args: tuple, kwargs: dict):
+    """Parse ``Tensor.to``'s overloads into (dtype or None, copy)."""
+    dt = None
+    copy = bool(kwargs.pop("copy", False))
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if "dtype" in kwargs and kwargs["dtype"] is not None:
+        dt = _dtype.to_dtype(kwargs.pop("dtype"))
+    if kwargs.get("device") is not None:
+        check_device(kwargs.pop("device"))
+    if kwargs.keys() - {"dtype", "device"}:
+        raise TypeError(f"to() got an unexpected keyword argument "
+                        f"'{next(iter(kwargs.keys() - {'dtype', 'device'}))}'")
+    flags = []
+    for a in args:
+        if isinstance(a, Tensor):
+            dt = a.dtype
+        elif isinstance(a, _DType) or a in (float, int, bool):
+            dt = _dtype.to_dtype(a)
+        elif isinstance(a, bool):
+            flags.append(a)  # positional non_blocking, then copy
+        elif isinstance(a, str | int) or type(a).__name__ == "device":
+            check_device(a)
+        elif a is not None:
+            raise TypeError(f"to() received an invalid combination of arguments - got "
+                            f"({type(a).__name__})")
+    if len(flags) > 1:
+        copy = copy or flags[1]
+    return dt, copy
 
 
 def _rebuild(data, requires_grad, cls, state):

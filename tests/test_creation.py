@@ -1,0 +1,221 @@
+"""Factories (tensor, zeros, arange, linspace, ...) compared with torch: values, dtypes, errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+
+def outcome(fn, lib):
+    """repr of the result (torch. -> ember.), or the exception type and message."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return "ok", repr(fn(lib)).replace("torch.", "ember.")
+        except Exception as exc:  # noqa: BLE001 - the exception is what we compare
+            return "error", type(exc), str(exc)
+
+
+def same(fn, match: str | None = None):
+    """``fn(ember)`` prints what ``fn(torch)`` prints, or raises the same exception type."""
+    t, e = outcome(fn, torch), outcome(fn, ember)
+    if t[0] == "error":
+        assert e[0] == "error", f"torch raised {t[1].__name__}: {t[2]}; ember gave {e[1]}"
+        assert issubclass(e[1], t[1]), f"ember raised {e[1].__name__}: {e[2]}; torch {t[1]}"
+        if match is not None:
+            assert match in e[2] and match in t[2], (e[2], t[2])
+        return
+    assert e == t
+
+
+TENSOR_DATA = [
+    [1, 2, 3], [1, 2.5], [True, False], [True, 1], [], [[]], [[1, 2], [3, 4.5]], (1, 2),
+    3, 2.5, True, -0.0, [[1], [2]], [[[1.5]]], range(4), [1, 2 ** 62],
+    np.float64(1.5), np.float32(1.5), np.int32(3), np.array([1.5]), np.array(3, np.int32),
+    np.array([1, 2], np.int8), np.array([True]), np.arange(6).reshape(2, 3),
+]
+
+
+@pytest.mark.parametrize("data", TENSOR_DATA, ids=lambda d: repr(d)[:30])
+def test_tensor_infers_dtype_like_torch(data):
+    same(lambda m: m.tensor(data))
+
+
+def test_tensor_with_numpy_scalars_and_tensors_in_lists():
+    same(lambda m: m.tensor([np.float64(1.5)]))
+    same(lambda m: m.tensor([np.float32(1), 2.0]))
+    same(lambda m: m.tensor([np.int32(1), 2]))
+    same(lambda m: m.tensor([np.int32(1), np.int8(2)]))
+    same(lambda m: m.tensor([np.float16(1), 2]))
+    same(lambda m: m.tensor([m.tensor(1, dtype=m.int32), 2]))
+    same(lambda m: m.tensor([m.tensor(1.5, dtype=m.float64), 2]))
+    same(lambda m: m.tensor([m.tensor([1.5]), m.tensor([2.5])]))
+    same(lambda m: m.tensor([np.array([1.5, 2]), np.array([1.0, 2])]))
+    same(lambda m: m.tensor([m.tensor([1.0, 2.0]), m.tensor([3.0, 4.0])]))
+
+
+@pytest.mark.parametrize("data", [[[1, 2], [3]], [[1, 2], [3, 4, 5]], [[1, 2], 3], [1, [2, 3]],
+                                  "a", [1, "a"], None, [1, None], [1, 2 ** 63],
+                                  (x for x in range(3)), np.array(["a"])])
+def test_tensor_errors(data):
+    same(lambda m: m.tensor(data))
+
+
+def test_tensor_with_dtype_casts_like_torch():
+    same(lambda m: m.tensor([1.5, -2.7], dtype=m.int32))
+    same(lambda m: m.tensor(1.5, dtype=m.int32))
+    same(lambda m: m.tensor(3, dtype=m.float64))
+    same(lambda m: m.tensor([[1, 2], [3, 4]], dtype=m.float16))
+    same(lambda m: m.tensor([1.5, 0.0], dtype=m.bool))
+    same(lambda m: m.tensor(np.array([1.5]), dtype=m.int64))
+    same(lambda m: m.tensor([-1], dtype=m.uint8))
+    same(lambda m: m.tensor([1, 2], dtype=float))
+    same(lambda m: m.tensor([1, 2], dtype=int))
+
+
+def test_tensor_of_tensor_copies_detaches_and_warns():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.warns(UserWarning, match="To copy construct from a tensor"):
+        y = ember.tensor(x)
+    assert not y.requires_grad and y.is_leaf
+    y[0] = 5.0
+    assert x[0].item() == 1.0
+
+
+def test_requires_grad_keyword():
+    same(lambda m: m.tensor([1.0, 2.0], requires_grad=True))
+    same(lambda m: m.tensor([1, 2], requires_grad=True), match="floating point")
+    same(lambda m: m.zeros(2, dtype=m.int64, requires_grad=True), match="floating point")
+    same(lambda m: m.arange(10, requires_grad=True))
+    same(lambda m: m.ones(2, 2, requires_grad=True))
+    same(lambda m: m.full((2,), 2.0, requires_grad=True))
+    same(lambda m: m.linspace(0, 1, 3, requires_grad=True))
+    same(lambda m: m.eye(2, requires_grad=True))
+
+
+def test_from_numpy_and_as_tensor_share_memory():
+    a = np.zeros(3, np.float32)
+    t = ember.from_numpy(a)
+    a[0] = 5
+    assert t[0].item() == 5
+    t[1] = 7
+    assert a[1] == 7
+    b = np.ones(2)
+    assert ember.as_tensor(b).numpy() is b or np.shares_memory(ember.as_tensor(b).numpy(), b)
+    assert not np.shares_memory(ember.as_tensor(b, dtype=ember.float32).numpy(), b)
+    x = ember.ones(2)
+    assert ember.as_tensor(x) is x
+    same(lambda m: m.as_tensor([1, 2]))
+    same(lambda m: m.as_tensor(np.array([1, 2]), dtype=m.float32))
+    same(lambda m: m.from_numpy([1, 2]))
+    same(lambda m: m.from_numpy(np.array(["a"])))
+
+
+SIZES = [(2, 3), ((2, 3),), ([2, 3],), (torch.Size([2, 3]),), (0,), ((),), (np.int64(2),)]
+
+
+@pytest.mark.parametrize("fn", ["zeros", "ones", "empty"])
+@pytest.mark.parametrize("size", SIZES, ids=repr)
+def test_size_forms(fn, size):
+    def make(m):
+        args = [m.Size(s) if isinstance(s, torch.Size) else s for s in size]
+        t = getattr(m, fn)(*args)
+        return t.shape, t.dtype
+
+    same(make)
+
+
+@pytest.mark.parametrize("args", [(2.0,), (-1,), (), ("a",), (2, 3.0), ((2, 3.0),)],
+                         ids=repr)
+@pytest.mark.parametrize("fn", ["zeros", "ones", "empty", "rand", "randn"])
+def test_size_errors(fn, args):
+    same(lambda m: getattr(m, fn)(*args))
+
+
+def test_zeros_ones_full_values_and_dtypes():
+    same(lambda m: m.zeros(2, 3, dtype=m.int32))
+    same(lambda m: m.ones(size=(2, 2)))
+    same(lambda m: m.zeros(2, dtype=m.bool))
+    same(lambda m: m.full((2,), 3))
+    same(lambda m: m.full((2,), True))
+    same(lambda m: m.full((2,), 3.0))
+    same(lambda m: m.full([2, 1], 3.0, dtype=m.int64))
+    same(lambda m: m.full((2,), -1, dtype=m.uint8))
+    same(lambda m: m.full(2, 3.0))
+    same(lambda m: m.full((2,), m.tensor(1.5)))
+
+
+def test_like_factories():
+    same(lambda m: m.zeros_like(m.ones(2, 3, dtype=m.int32)))
+    same(lambda m: m.ones_like(m.ones(2), dtype=m.float64))
+    same(lambda m: m.zeros_like(m.ones(2), dtype=m.int32))
+    same(lambda m: m.full_like(m.ones(2, dtype=m.int32), 2.7))
+    same(lambda m: m.full_like(m.ones(2), 2, requires_grad=True))
+    same(lambda m: m.empty_like(m.ones(2, 2)).shape)
+    same(lambda m: m.zeros_like([1, 2]))
+    same(lambda m: m.ones_like(m.ones(2, requires_grad=True)))
+
+
+ARANGES = [(5,), (1, 4), (0, 10, 3), (1, 2.5, 0.5), (0, 1, 0.1), (-1.0, 1.0, 0.3),
+           (0.0, 0.3, 0.1), (10, 0, -2), (0, 10, 2.5), (0.5, 3), (0, -1, -0.25)]
+
+
+@pytest.mark.parametrize("args", ARANGES, ids=repr)
+def test_arange_matches_torch(args):
+    same(lambda m: m.arange(*args))
+    same(lambda m: m.arange(*args, dtype=m.float64))
+    same(lambda m: m.arange(*args, dtype=m.int64))
+
+
+def test_arange_other_forms_and_errors():
+    same(lambda m: m.arange(m.tensor(3)))
+    same(lambda m: m.arange(np.int64(3)))
+    same(lambda m: m.arange(3.0).dtype)
+    same(lambda m: m.arange(0, 10, -1), match="inconsistent with step sign")
+    same(lambda m: m.arange(10, 0, 1), match="inconsistent with step sign")
+    same(lambda m: m.arange(0, 10, 0), match="step must be nonzero")
+    same(lambda m: m.arange(float("inf")), match="unsupported range")
+    assert ember.arange(0, 1, 0.1).shape == torch.arange(0, 1, 0.1).shape
+    # torch's vectorised kernel rounds some float32 elements differently (by one ulp).
+    np.testing.assert_allclose(ember.arange(0.0, 100.0, 0.7).numpy(),
+                               torch.arange(0.0, 100.0, 0.7).numpy(), rtol=2e-7)
+
+
+@pytest.mark.parametrize("args", [(0, 1, 5), (0, 10, 1), (0, 10, 0), (-3.5, 7.25, 11),
+                                  (1, 0, 4), (0, 1, 100)], ids=repr)
+def test_linspace_logspace(args):
+    same(lambda m: m.linspace(*args))
+    same(lambda m: m.linspace(*args, dtype=m.float64))
+    same(lambda m: m.linspace(*args, dtype=m.int64))
+    same(lambda m: m.logspace(*args))
+    same(lambda m: m.logspace(*args, base=2))
+    np.testing.assert_array_equal(ember.linspace(*args).numpy(), torch.linspace(*args).numpy())
+
+
+def test_linspace_errors():
+    same(lambda m: m.linspace(0, 10, -1), match="number of steps must be non-negative")
+    same(lambda m: m.linspace(0, 1, 2.5))
+    same(lambda m: m.linspace(m.tensor(0.0), 1, 3))
+
+
+def test_eye():
+    same(lambda m: m.eye(3))
+    same(lambda m: m.eye(2, 3))
+    same(lambda m: m.eye(2, dtype=m.int32))
+    same(lambda m: m.eye(0))
+    same(lambda m: m.eye(-1), match="n must be greater or equal to 0")
+    same(lambda m: m.eye(2, -1), match="m must be greater or equal to 0")
+
+
+def test_new_factories():
+    same(lambda m: m.ones(2, dtype=m.int32).new_zeros(3))
+    same(lambda m: m.ones(2, dtype=m.int32).new_ones((2, 2)))
+    same(lambda m: m.ones(2, dtype=m.int32).new_full((2,), 7))
+    same(lambda m: m.ones(2, dtype=m.int32).new_tensor([1.5]))
+    same(lambda m: m.ones(2, dtype=m.int32).new_tensor([1.5], dtype=m.float32))
+    same(lambda m: m.ones(2).new_empty(2).shape)
+    same(lambda m: m.ones(2).new_zeros(2, requires_grad=True))
+    same(lambda m: m.ones(2, dtype=m.float64).new_ones([1, 2]))
