@@ -9,6 +9,8 @@ are applied first, ``x[:, 0, :, [1, 2]]`` has torch's shape, not NumPy's.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ember._tensor import Tensor
@@ -127,20 +129,34 @@ def _index_array(k):
     else:
         flat = [x.item() if isinstance(x, Tensor) else x for x in k]
         a = np.asarray(flat) if flat else np.zeros(0, np.int64)
-    if a.dtype.kind not in "iub":
+    if a.dtype == np.uint8:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=3)
+        return a.astype(np.bool_)
+    if a.dtype not in (np.int64, np.int32, np.bool_):
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     return a
 
 
 def _parse(shape: tuple, key) -> tuple:
     """Torch's reading of ``key``: (basic steps, advanced index dict {dim: array}, any ints)."""
-    if not isinstance(key, tuple):
+    if type(key) is list and len(key) < 32 and any(
+            k is None or k is Ellipsis or isinstance(k, list | tuple | slice | Tensor | np.ndarray)
+            for k in key):
+        warnings.warn(
+            "Using a non-tuple sequence for multidimensional indexing is deprecated and will be "
+            "changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this "
+            "will be interpreted as tensor index, x[torch.tensor(seq)], which will result either "
+            "in an error or a different result", UserWarning, stacklevel=3)
+        key = tuple(key)  # torch (like old NumPy) reads [[0, 1], [2, 3]] as x[[0, 1], [2, 3]]
+    elif not isinstance(key, tuple):
         key = (key,)
     items = []
     used = 0
     for k in key:
         if k is None or k is Ellipsis or isinstance(k, bool | slice):
             items.append(k)
+            used += type(k) is slice
             continue
         if isinstance(k, int | np.integer):
             items.append(int(k))
@@ -300,8 +316,16 @@ class IndexPut(Op):
     def backward(ctx, g):
         need = ctx.needs_input_grad
         gx = (g if ctx.accumulate else ZeroAt.apply(g, key=ctx.key)) if need[0] else None
-        gv = Index.apply(g, key=ctx.key).sum_to_size(ctx.vshape) if need[1] else None
+        gv = _to_shape(Index.apply(g, key=ctx.key), ctx.vshape) if need[1] else None
         return gx, gv
+
+
+def _to_shape(g: Tensor, shape: tuple) -> Tensor:
+    """Sum ``g`` back to a value's shape (whose leading 1s the write may have stripped)."""
+    lead = len(shape) - g.ndim
+    if lead <= 0:
+        return g.sum_to_size(shape)
+    return g.sum_to_size(shape[lead:]).reshape(shape)
 
 
 class CopySlices(IndexPut):
@@ -338,7 +362,8 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
                                   "grad are not supported yet; write into the base tensor")
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
-    op = CopySlices if copy_slices and not adv else IndexPut
+    # torch: a write through a view of x (any basic step) rebases x onto CopySlices.
+    op = CopySlices if copy_slices and (steps or not adv) else IndexPut
     res = op.apply(src, v, key=key, accumulate=accumulate)
     x._grad_fn, x._output_nr, x._rg = res._grad_fn, 0, True
     x._vc[0] += 1

@@ -121,9 +121,12 @@ def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     if shape != x._data.shape:
         x = x.expand(shape)
     m = np.broadcast_to(m, shape)
+    if source.dtype is not x.dtype:
+        raise RuntimeError("masked_scatter: expected self and source to have same dtypes but got"
+                           f"{x.dtype.name.capitalize()} and {source.dtype.name.capitalize()}")
     if source._data.size < int(m.sum()):
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    return MaskedScatter.apply(x, cast(source, x.dtype), mask=m)
+    return MaskedScatter.apply(x, source, mask=m)
 
 
 def masked_fill_(x: Tensor, mask: Tensor, value) -> Tensor:

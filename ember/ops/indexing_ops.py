@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ember._tensor import Tensor, _wrap_dim
@@ -59,6 +61,25 @@ def _check_index(x: Tensor, dim: int, index: Tensor, fname: str, src: Tensor | N
         bad = int(idx.max() if idx.max() >= size else idx.min())
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
     return d, idx.astype(np.int64, copy=False)
+
+
+def _same_dtype(x: Tensor, src: Tensor, fname: str) -> None:
+    if src.dtype is x.dtype:
+        return
+    a, b = _legacy(x), _legacy(src)
+    if fname == "index_add_":
+        raise RuntimeError(f"index_add_(): self ({a}) and source ({b}) must have the same "
+                           "scalar type")
+    if fname == "index_copy_":
+        raise RuntimeError("index_copy_(): self and source expected to have the same dtype, but "
+                           f"got (self) {a} and (source) {b}")
+    raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+
+
+def _legacy(t: Tensor) -> str:
+    from ember._dtype import TYPE_NAMES
+
+    return TYPE_NAMES[t.dtype].split(".")[-1].removesuffix("Tensor")
 
 
 def _2d(a: np.ndarray) -> np.ndarray:
@@ -165,19 +186,25 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError("reduce argument must be either add or multiply.")
+        if isinstance(src, Tensor):
+            warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                          "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                          "instead for more reduction options.", UserWarning, stacklevel=2)
         s = _value(x, src)
         d, idx = _check_index(x, dim, index, "scatter", s if s.ndim else None)
         return ScatterLegacyReduce.apply(x, s, index=idx, dim=d, reduce=reduce)
     if isinstance(src, Tensor):
         d, idx = _check_index(x, dim, index, "scatter", src)
-        return Scatter.apply(x, cast(src, x.dtype), index=idx, dim=d)
+        _same_dtype(x, src, "scatter")
+        return Scatter.apply(x, src, index=idx, dim=d)
     d, idx = _check_index(x, dim, index, "scatter")
     return ScatterValue.apply(x, index=idx, dim=d, value=src)
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d, idx = _check_index(x, dim, index, "scatter_add", src)
-    return ScatterAdd.apply(x, cast(src, x.dtype), index=idx, dim=d)
+    _same_dtype(x, src, "scatter")
+    return ScatterAdd.apply(x, src, index=idx, dim=d)
 
 
 def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
@@ -211,7 +238,10 @@ def _check_vector_index(x: Tensor, dim: int, index: Tensor, fname: str):
         if fname == "index_select":
             raise IndexError("index out of range in self")
         bad = int(idx.max() if idx.max() >= size else idx.min())
-        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+        msg = f"index {bad} is out of bounds for dimension {d} with size {size}"
+        if fname == "index_add":
+            raise RuntimeError(msg)
+        raise IndexError(f"{fname}_(): {msg}" if fname == "index_copy" else msg)
     return d, idx
 
 
@@ -273,7 +303,8 @@ def _check_source(x: Tensor, d: int, idx: np.ndarray, source: Tensor, fname: str
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     d, idx = _check_vector_index(x, dim, index, "index_add")
     _check_source(x, d, idx, source, "index_add_")
-    return IndexAdd.apply(x, cast(source, x.dtype), index=idx, dim=d, alpha=alpha)
+    _same_dtype(x, source, "index_add_")
+    return IndexAdd.apply(x, source, index=idx, dim=d, alpha=alpha)
 
 
 class IndexFill(Op):
@@ -340,7 +371,8 @@ class IndexCopy(Op):
 def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     d, idx = _check_vector_index(x, dim, index, "index_copy")
     _check_source(x, d, idx, source, "index_copy_")
-    return IndexCopy.apply(x, cast(source, x.dtype), index=idx, dim=d)
+    _same_dtype(x, source, "index_copy_")
+    return IndexCopy.apply(x, source, index=idx, dim=d)
 
 
 # --- index_put / take / put -----------------------------------------------------------------

@@ -50,8 +50,8 @@ class Cat(Op):
 
         out, start = [], 0
         for size, skip, need in zip(ctx.sizes, ctx.legacy, ctx.needs_input_grad):
-            if skip:
-                out.append(None)
+            if skip:  # torch still hands the skipped empty input an (empty) gradient
+                out.append(Tensor._make(np.zeros(0, g._data.dtype)) if need else None)
                 continue
             out.append(Slice.apply(g, dim=ctx.dim, sl=slice(start, start + size))
                        if need else None)
@@ -94,6 +94,10 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     if out is not None:
         return _write_out(out, res)
     return res
+
+
+def concatenate(tensors, axis: int = 0, *, out=None) -> Tensor:
+    return cat(tensors, axis, out=out)
 
 
 def _write_out(out: Tensor, res: Tensor) -> Tensor:
@@ -328,7 +332,7 @@ METHODS = {
     "tensor_split": tensor_split,
 }
 FUNCTIONS = {
-    "cat": cat, "concat": cat, "concatenate": cat, "stack": stack, "hstack": hstack,
+    "cat": cat, "concat": cat, "concatenate": concatenate, "stack": stack, "hstack": hstack,
     "vstack": vstack, "row_stack": vstack, "dstack": dstack, "column_stack": column_stack,
     "atleast_1d": atleast_1d, "atleast_2d": atleast_2d, "atleast_3d": atleast_3d,
     "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,

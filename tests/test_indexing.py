@@ -1,0 +1,395 @@
+"""getitem / setitem and the index-driven ops against torch (values, grads, errors)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig
+
+import ember
+
+# key(m) -> index key, built per library (tensors in keys must be each library's own).
+KEYS = [
+    lambda m: 1,
+    lambda m: -1,
+    lambda m: slice(1, 3),
+    lambda m: slice(None, None, 2),
+    lambda m: slice(-3, None, 3),
+    lambda m: slice(10, 20),
+    lambda m: (1, slice(None), 2),
+    lambda m: (Ellipsis, 1),
+    lambda m: (None, 1),
+    lambda m: (slice(None), None, Ellipsis, None),
+    lambda m: [0, 2],
+    lambda m: [[0, 1], [2, 3]],
+    lambda m: [0, 0, 1],  # repeated indices: gradients add up
+    lambda m: [],
+    lambda m: m.tensor([0, -1]),
+    lambda m: m.tensor(2),  # a 0-d integer tensor acts like an int
+    lambda m: (m.tensor([0, 1]), m.tensor([2, 3])),
+    lambda m: (m.tensor([[0], [1]]), slice(None), m.tensor([1, 2, 3])),  # broadcast, split
+    lambda m: (slice(None), m.tensor([1, 0])),
+    lambda m: (1, slice(None), [0, 1]),  # int first, then index: torch's placement
+    lambda m: (slice(None), 0, [1, 2]),
+    lambda m: (slice(1, 3), [0, 1], [2, 3]),
+    lambda m: m.tensor([True, False, True, True]),
+    lambda m: (Ellipsis, m.tensor([True, False, True, False, True, False])),
+    lambda m: (slice(None), m.tensor([[True, False, True, False, True, False]] * 5)),
+    lambda m: True,
+    lambda m: False,
+    lambda m: m.tensor(True),
+    lambda m: (None, [1, 2], None),
+]
+
+
+@pytest.mark.parametrize("k", range(len(KEYS)))
+def test_getitem_matches_torch(k):
+    key = KEYS[k]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        eo, to = check(lambda m, x: x[key(m)], arr(4, 5, 6))
+    assert len([x for x in w if "non-tuple" in str(x.message)]) in (0, 2)  # both or neither
+    assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
+
+
+@pytest.mark.parametrize("k", [0, 3, 6, 11, 17, 19, 22])
+@pytest.mark.parametrize("make", [noncontig, negstride])
+def test_getitem_strided_inputs(k, make):
+    check(lambda m, x: x[KEYS[k](m)], make(4, 5, 6))
+
+
+def test_getitem_mask_over_whole_tensor_and_0d():
+    check(lambda m, x: x[x > 0], arr(3, 4))
+    check(lambda m, x: x[x > 5], arr(3, 4))
+    for key in (lambda m: None, lambda m: Ellipsis, lambda m: True, lambda m: m.tensor(False)):
+        check(lambda m, x, key=key: x[key(m)], arr())
+    check(lambda m, x: x[:, 1], arr(0, 3))
+    check(lambda m, x: x[[]], arr(0, 3))
+    check(lambda m, x: x[1:, [0, 2]][x[1:, 0] > 0], arr(4, 3))
+
+
+@pytest.mark.parametrize("k", [1, 6, 11, 12, 17, 19, 22])
+def test_getitem_fd_and_gradgrad(k):
+    fd_check(lambda x: x[KEYS[k](ember)], arr(4, 5, 6))
+    gradgrad_check(lambda x: x[KEYS[k](ember)] ** 2, arr(4, 5, 6))
+
+
+def test_getitem_int_tensor_dtypes():
+    check(lambda m, x, i: x[i], arr(4, 3), np.array([3, 1], dtype="int32"))
+    check_error(lambda m, x, i: x[i], arr(4, 3), np.array([3, 1], dtype="int16"),
+                match="tensors used as indices")
+    with pytest.warns(UserWarning, match="uint8"):
+        check(lambda m, x, i: x[i], arr(4, 3), np.array([1, 0, 1, 1], dtype="uint8"))
+
+
+def test_getitem_errors():
+    a = arr(4, 6)
+    check_error(lambda m, x: x[::-1], a, match="step must be greater than zero")
+    check_error(lambda m, x: x[5], a, match="index 5 is out of bounds for dimension 0 with size 4")
+    check_error(lambda m, x: x[:, -7], a, match="index -7 is out of bounds for dimension 1")
+    check_error(lambda m, x: x[[7]], a, match="index 7 is out of bounds for dimension 0")
+    check_error(lambda m, x: x[x[0] > 0], a, match="The shape of the mask [6] at index 0 does "
+                "not match the shape of the indexed tensor [4, 6] at index 0")
+    check_error(lambda m, x: x[0, 0, 0], a, match="too many indices for tensor of dimension 2")
+    check_error(lambda m, x: x[0][0][0], a, match="invalid index of a 0-dim tensor")
+    check_error(lambda m, x: x[1.5], a, match="only integers, slices")
+    check_error(lambda m, x: x[m.tensor([1.0])], a, match="tensors used as indices must be")
+    check_error(lambda m, x: x[[0, 1], [0, 1, 2]], a, match="shape mismatch")
+
+
+def test_getitem_fast_paths_are_views():
+    x = ember.arange(12.0).reshape(3, 4)
+    r, s = x[1], x[1:]
+    r[0] = 100.0
+    s[1, 1] = 200.0
+    assert x[1, 0].item() == 100.0 and x[2, 1].item() == 200.0
+    assert r._version == x._version == s._version == 2
+    assert x[0].grad_fn is None
+
+
+# --- setitem --------------------------------------------------------------------------------
+
+# (key(m), value array or scalar)
+SETS = [
+    (lambda m: 1, arr(5, 6)),
+    (lambda m: 1, arr(6)),  # broadcast
+    (lambda m: 1, arr(1, 5, 6)),  # leading 1s stripped, as torch
+    (lambda m: (slice(None), 1), arr(4, 6)),
+    (lambda m: (Ellipsis, 0), arr(5)),
+    (lambda m: slice(1, 3), arr()),
+    (lambda m: (slice(None, None, 2), slice(1, None, 2)), arr(2, 2, 6)),
+    (lambda m: 0, 2.5),
+    (lambda m: [0, 2], arr(2, 5, 6)),
+    (lambda m: m.tensor([3, 1]), arr(6)),
+    (lambda m: (m.tensor([0, 2]), slice(None), m.tensor([1, 3])), arr(2, 5)),
+    (lambda m: (1, slice(None), [0, 1]), arr(5, 2)),
+    (lambda m: m.tensor([True, False, True, False]), arr(5, 6)),
+    (lambda m: (None, 2), arr(1, 5, 6)),
+    (lambda m: (Ellipsis, [0, 5]), -1.0),
+]
+
+
+def _setter(key):
+    def fn(m, x, v):
+        y = x * 1  # a non-leaf, so the write is recorded
+        y[key(m)] = v
+        return y
+    return fn
+
+
+@pytest.mark.parametrize("i", range(len(SETS)))
+def test_setitem_matches_torch(i):
+    key, v = SETS[i]
+    eo, to = check(_setter(key), arr(4, 5, 6), v)
+    assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
+
+
+@pytest.mark.parametrize("i", [0, 1, 3, 8, 10, 12])
+def test_setitem_fd_and_gradgrad(i):
+    key, v = SETS[i]
+    fd_check(lambda x, w: _setter(key)(ember, x, w), arr(4, 5, 6), v)
+    gradgrad_check(lambda x, w: _setter(key)(ember, x, w) ** 2, arr(4, 5, 6), v)
+
+
+def test_setitem_mask_of_self_relu_grad_pattern():
+    def fn(m, x, g):
+        gi = g.clone()
+        gi[x < 0] = 0
+        return gi
+    check(fn, arr(3, 4), arr(3, 4), grad_inputs=(1,))
+
+    def fn2(m, x):
+        y = x.clone()
+        y[y > 0] = m.tensor(1.0)
+        return y
+    check(fn2, arr(3, 4))
+
+
+def test_setitem_plain_tensors_and_casts():
+    def fn(m, x):
+        x = x.clone()
+        x[0] = 2.7  # float into int: truncated
+        x[:, 1] = m.tensor([5, 6, 7], dtype=m.int32)
+        x[x > 3] = m.tensor(-1.0, dtype=m.float64)
+        x[[2, 2], [0, 0]] = 9
+        return x
+    check(fn, arr(3, 3, dtype="int64", low=0, high=5))
+
+    def fn_view(m, x):
+        x = x.clone()
+        row = x[1]
+        row[1:] = 0.5  # a write into a view lands in the base
+        x[..., 0] = m.tensor([1.0, 2.0, 3.0])
+        return x
+    check(fn_view, arr(3, 3), grad=False)
+
+    def fn_into_grad_free(m, v):
+        out = m.zeros(2, 3)
+        out[:, 1] = v
+        out[0] = v[0]
+        return out
+    check(fn_into_grad_free, arr(2))
+
+
+def test_setitem_bumps_version_and_checks_saved():
+    x = ember.ones(3, requires_grad=True)
+    y = x * 1
+    z = y * y
+    v = y._version
+    y[0] = 5.0
+    assert y._version == v + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+def test_setitem_errors():
+    a = arr(4, 6)
+    check_error(lambda m, x: x.__setitem__(slice(None, None, -1), 0.0), a,
+                match="step must be greater than zero")
+    check_error(lambda m, x: x.__setitem__(9, 0.0), a, match="out of bounds")
+    check_error(lambda m, x: x.__setitem__([0, 1], m.ones(3)), a, match="shape mismatch")
+    check_error(lambda m, x: x.__setitem__(0, m.ones(3)), a, match="must match the existing size")
+    check_error(lambda m, x: x.expand(2, 4, 6).__setitem__((slice(None), 0), 1.0), a,
+                match="single memory")
+
+    def leaf(m, x):
+        x.requires_grad_(True)
+        x[0] = 1.0
+    check_error(leaf, a, match="a leaf Variable that requires grad")
+
+
+# --- gather / scatter -----------------------------------------------------------------------
+
+L = "int64"
+OPS = [
+    (lambda m, x, i: x.gather(0, i), arr(4, 3), np.array([[0, 3, 1], [3, 3, 0]])),
+    (lambda m, x, i: m.gather(x, 1, i), noncontig(3, 4), np.array([[0], [3], [1]])),
+    (lambda m, x, i: x.gather(-1, i), arr(3, 4), np.array([[1, 1, 1, 0]] * 2)),  # smaller
+    (lambda m, x, i: x.gather(0, i), arr(), np.array(0)),
+    (lambda m, x, i: x.scatter(0, i, 2.0), arr(3, 4), np.array([[0, 2, 1, 0]])),
+    (lambda m, x, i: x.scatter(1, i, x[:, :2] * 3), arr(3, 4), np.array([[0, 2]] * 3)),
+    (lambda m, x, i: x.scatter(0, i, m.ones(3, 5)), arr(3, 4), np.array([[2, 0, 1, 1]])),
+    (lambda m, x, i: x.scatter_add(0, i, x.flip(0)[:2]), arr(3, 4), np.array([[0, 0, 1, 2]] * 2)),
+    (lambda m, x, i: m.scatter_add(x, 1, i, m.ones(3, 1)), negstride(3, 4), np.array([[3]] * 3)),
+    (lambda m, x, i: x.take_along_dim(i, 1), arr(3, 4), np.array([[0, 3]] * 3)),
+    (lambda m, x, i: m.take_along_dim(x, i, 0), arr(3, 4), np.array([[2, 1, 0, 0]])),
+    (lambda m, x, i: x.take_along_dim(i), arr(3, 4), np.array([11, 0, 0])),
+    (lambda m, x, i: x.take_along_dim(i, 1), arr(1, 4), np.array([[0], [3]])),  # broadcast
+    (lambda m, x, i: x.take(i), arr(3, 4), np.array([[0, 11], [-1, 0]])),
+    (lambda m, x, i: x.take(i), arr(), np.array([0, 0])),
+    (lambda m, x, i: x.index_select(0, i), arr(3, 4), np.array([2, 0, 2])),
+    (lambda m, x, i: m.index_select(x, -1, i), noncontig(3, 4), np.array([3])),
+    (lambda m, x, i: x.index_select(1, i), arr(3, 4), np.array(1)),
+    (lambda m, x, i: x.index_select(0, i), arr(3, 4), np.array([], dtype=L)),
+    (lambda m, x, i: x.index_add(0, i, x[:2] * 2), arr(3, 4), np.array([1, 1])),
+    (lambda m, x, i: x.index_add(1, i, m.ones(3, 2), alpha=-2.0), arr(3, 4), np.array([0, 3])),
+    (lambda m, x, i: x.index_copy(0, i, x[1:] + 1), arr(3, 4), np.array([2, 0])),
+    (lambda m, x, i: x.index_fill(1, i, -3.0), arr(3, 4), np.array([0, 2])),
+    (lambda m, x, i: x.index_fill(0, i, x[0, 0]), arr(3, 4), np.array([1])),
+    (lambda m, x, i: x.index_put((i,), x[0]), arr(3, 4), np.array([2, 1])),
+    (lambda m, x, i: x.index_put((i, i), x[0, :2], accumulate=True), arr(3, 4),
+     np.array([1, 1])),
+]
+
+
+@pytest.mark.parametrize("i", range(len(OPS)))
+def test_index_ops_match_torch(i):
+    fn, a, idx = OPS[i]
+    eo, to = check(fn, a, idx)
+    assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
+
+
+@pytest.mark.parametrize("i", [0, 2, 5, 7, 13, 15, 19, 21, 22, 23, 25])
+def test_index_ops_fd_and_gradgrad(i):
+    fn, a, idx = OPS[i]
+    it = ember.tensor(idx)
+    fd_check(lambda x: fn(ember, x, it), a)
+    gradgrad_check(lambda x: fn(ember, x, it) ** 2, a)
+
+
+def test_index_ops_in_place_and_int_dtypes():
+    def fn(m, x, i):
+        y = x.clone()
+        y.index_add_(0, i, m.ones(2, 4, dtype=y.dtype))
+        y.index_fill_(1, i, 0)
+        y.scatter_(0, i[None].expand(1, 2), 5)
+        y.scatter_add_(0, i[None], m.ones(1, 2, dtype=y.dtype))
+        y.index_copy_(0, i, y[:2].clone())
+        y.index_put_((i,), m.tensor(7, dtype=y.dtype), accumulate=True)
+        return y
+    check(fn, arr(3, 4), np.array([2, 0]))
+    check(fn, arr(3, 4, dtype="int64"), np.array([2, 0]))
+    check(lambda m, x, i: x.gather(0, i), arr(3, 4), np.array([[1, 2, 0, 0]], dtype="int32"))
+
+
+def test_scatter_reduce_legacy():
+    with pytest.warns(UserWarning, match="deprecated"):
+        ember.zeros(2).scatter(0, ember.tensor([0]), ember.ones(1), reduce="add")
+    check(lambda m, x, i: x.scatter(0, i, x[:1] + 1, reduce="add"), arr(3, 4),
+          np.array([[0, 0, 1, 2]]), grad=False)
+    check(lambda m, x, i: x.scatter(1, i, 2.0, reduce="multiply"), arr(3, 4),
+          np.array([[0], [1], [3]]), grad=False)
+
+
+def test_index_op_errors():
+    a, L2 = arr(4, 6), np.zeros((2, 6), dtype=L)
+    check_error(lambda m, x, i: x.gather(0, i[0]), a, L2, match="same number of dimensions")
+    check_error(lambda m, x: x.gather(0, m.zeros(2, 7, dtype=m.long)), a, match="Size does not")
+    check_error(lambda m, x: x.gather(0, m.full((2, 6), 9)), a, match="index 9 is out of bounds")
+    check_error(lambda m, x: x.scatter(0, m.full((2, 6), 9), 1.0), a, match="out of bounds")
+    check_error(lambda m, x, i: x.scatter(0, i, m.ones(1, 6)), a, L2, match="no larger")
+    check_error(lambda m, x, i: x.scatter(0, i[:1], x[:1], reduce="foo"), a, L2,
+                match="reduce argument must be either add or multiply")
+    check_error(lambda m, x, i: x.index_select(0, i), a, L2, match="supposed to be a vector")
+    check_error(lambda m, x: x.index_select(0, m.zeros(2)), a, match="int32 or int64")
+    check_error(lambda m, x: x.index_select(0, m.tensor([9])), a, match="index out of range")
+    check_error(lambda m, x: x.index_add(0, m.tensor([0, 1]), m.ones(3, 6)), a,
+                match="Number of indices (2) should be equal to source.size(dim): (3)")
+    check_error(lambda m, x: x.index_add(0, m.tensor([0, 9]), m.ones(2, 6)), a,
+                match="out of bounds")
+    check_error(lambda m, x: x.index_add(0, m.tensor([0, 1]), m.ones(2, 5)), a,
+                match="source tensor shape must match")
+    check_error(lambda m, x: x.index_copy(0, m.tensor([0]), m.ones(2, 6)), a,
+                match="Number of indices")
+    check_error(lambda m, x: x.index_fill(0, m.tensor([9]), 1.0), a, match="out of bounds")
+    check_error(lambda m, x: x.int().index_add(0, m.tensor([0]), m.ones(1, 6)), a,
+                match="must have the same scalar type")
+    check_error(lambda m, x: x.int().index_copy(0, m.tensor([0]), m.ones(1, 6)), a,
+                match="expected to have the same dtype")
+    check_error(lambda m, x, i: x.int().scatter(0, i, x), a, L2, match="self.dtype to be equal")
+    check_error(lambda m, x, i: x.scatter_add(0, i, x.double()), a, L2, match="self.dtype")
+    check_error(lambda m, x: x.int().masked_scatter(x > 0, x), a, match="same dtypes")
+    check_error(lambda m, x: x.take(m.tensor([24])), a, match="out of range: tried to access")
+    check_error(lambda m, x: x.take_along_dim(m.zeros(4, dtype=m.long), 1), a,
+                match="same number of dimensions")
+    check_error(lambda m, x: x.index_put((m.tensor([0, 1]),), m.ones(3)), a,
+                match="shape mismatch")
+    check_error(lambda m, x: x.int().index_put_((m.tensor([0, 1]),), m.ones(6)), a,
+                match="Index put requires the source and destination dtypes match")
+
+
+# --- masks ----------------------------------------------------------------------------------
+
+MASKED = [
+    (lambda m, x: x.masked_fill(x > 0, 2.0), arr(3, 4)),
+    (lambda m, x: x.masked_fill(x[0] > 0, -1.5), noncontig(3, 4)),  # broadcast mask
+    (lambda m, x: x.masked_fill(m.ones(2, 3, dtype=m.bool), 0.0), arr(3)),  # broadcast self
+    (lambda m, x: x.masked_fill(x < 0, x[0, 0] * 2), arr(3, 4)),  # 0-d tensor value
+    (lambda m, x: x.masked_fill(x < 0, m.tensor(1.0, dtype=m.float64)), arr(3, 4)),
+    (lambda m, x: x.masked_fill(x > 0, 1.0), arr()),
+    (lambda m, x: x.masked_select(x > 0), arr(3, 4)),
+    (lambda m, x: m.masked_select(x, x[:, :1] > 0), negstride(3, 4)),
+    (lambda m, x: x.masked_select(m.ones(2, 3, dtype=m.bool)), arr(3)),
+    (lambda m, x: x.masked_scatter(x > 0, x * 10), arr(3, 4)),
+    (lambda m, x: x.masked_scatter(x[0] > 0, m.arange(20.0)), arr(3, 4)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(MASKED)))
+def test_masked_ops_match_torch(i):
+    fn, a = MASKED[i]
+    eo, to = check(fn, a)
+    assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
+
+
+@pytest.mark.parametrize("i", [0, 1, 3, 6, 7, 9])
+def test_masked_ops_fd_and_gradgrad(i):
+    fn, a = MASKED[i]
+    fd_check(lambda x: fn(ember, x), a)
+    gradgrad_check(lambda x: fn(ember, x) ** 2, a)
+
+
+def test_masked_inplace_and_ints():
+    def fn(m, x):
+        y = x.clone()
+        y.masked_fill_(y > 1, 1.5)
+        y.masked_scatter_(y < 0, m.zeros(12, dtype=y.dtype))
+        return y
+    check(fn, arr(3, 4))
+    check(fn, arr(3, 4, dtype="int64", low=-3, high=3))
+    check(lambda m, x, v: x.clone().masked_fill_(x > 0, v), arr(3, 4), arr())
+
+
+def test_masked_errors():
+    a = arr(4, 6)
+    check_error(lambda m, x: x.masked_fill(m.ones(4, 6, dtype=m.long), 1.0), a,
+                match="masked_fill_ only supports boolean masks")
+    check_error(lambda m, x: x.masked_fill(x > 0, m.ones(2)), a,
+                match="only supports a 0-dimensional value tensor")
+    check_error(lambda m, x: x.masked_select(m.ones(4, 6)), a, match="expected BoolTensor")
+    check_error(lambda m, x: x.masked_scatter(x > -10, m.ones(3)), a,
+                match="Number of elements of source < number of ones in mask")
+    check_error(lambda m, x: x.masked_fill(m.ones(5, dtype=m.bool), 1.0), a, match="must match")
+    check_error(lambda m, x: m.ones(3).masked_fill_(m.ones(2, 3, dtype=m.bool), 0), a,
+                match="doesn't match the broadcast shape")
+
+
+def test_nonzero_argwhere():
+    a = arr(3, 4, dtype="int64", low=0, high=2)
+    check(lambda m, x: x.nonzero(), a)
+    check(lambda m, x: m.nonzero(x, as_tuple=True), a)
+    check(lambda m, x: m.argwhere(x), a)
+    check(lambda m, x: x.nonzero(), np.array(3))
+    check(lambda m, x: x.nonzero(as_tuple=True), np.array(3))
+    check(lambda m, x: x.nonzero(), np.zeros((0, 2)))
+    check(lambda m, x: (x > 0).nonzero(), arr(5), grad=False)
