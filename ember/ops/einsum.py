@@ -75,6 +75,7 @@ def _check_sizes(subs: list, shapes: list, out: str) -> None:
 
 class Einsum(Op):
     node_name = "EinsumBackward0"
+    broadcasts = True  # size-1 dims broadcast against other operands; grads are summed back
 
     @classmethod
     def apply(cls, *inputs, **kw):

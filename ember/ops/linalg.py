@@ -10,7 +10,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
-from ember.ops.shape import UnsafeView
+from ember.ops.shape import Squeeze, UnsafeView
 
 _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
             "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
@@ -224,6 +224,11 @@ class Bmm(Op):
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
+    _bmm_args(a, b)
+    return Bmm.apply(a, b)
+
+
+def _bmm_args(a: Tensor, b: Tensor) -> None:
     if a.ndim != 3 or b.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if a.ndim != 3 else
                            "batch2 must be a 3D tensor")
@@ -232,25 +237,72 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
             f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
             f"{a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
     _same_dtype(a, b, "bmm")
-    return Bmm.apply(a, b)
+
+
+class Baddbmm(Op):
+    node_name = "BaddbmmBackward0"
+    saves = (1, 2)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, c, a, b, beta=1, alpha=1):
+        ctx.beta, ctx.alpha = beta, alpha
+        out = np.matmul(a, b)
+        if alpha != 1:
+            out *= alpha
+        return out + (c if beta == 1 else beta * c) if beta != 0 else out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gc = (g if ctx.beta == 1 else g * ctx.beta) if need[0] else None
+        if ctx.alpha != 1:
+            g = g * ctx.alpha
+        return gc, (g.bmm(b.mT) if need[1] else None), (a.mT.bmm(g) if need[2] else None)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``."""
-    out = bmm(batch1, batch2)
-    out = out if alpha == 1 else out * alpha
-    return out + (input if beta == 1 else input * beta) if beta != 0 else out
+    _bmm_args(batch1, batch2)
+    return Baddbmm.apply(input, batch1, batch2, beta=beta, alpha=alpha)
+
+
+class Addbmm(Op):
+    node_name = "AddbmmBackward0"
+    saves = (1, 2)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, c, a, b, beta=1, alpha=1):
+        ctx.beta, ctx.alpha = beta, alpha
+        # sum_b a[b] @ b[b] is one GEMM of (n, B*k) @ (B*k, m).
+        n, k = a.shape[1], a.shape[0] * a.shape[2]
+        out = np.swapaxes(a, 0, 1).reshape(n, k) @ b.reshape(k, b.shape[2])
+        if alpha != 1:
+            out *= alpha
+        return out + (c if beta == 1 else beta * c) if beta != 0 else out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gc = (g if ctx.beta == 1 else g * ctx.beta) if need[0] else None
+        if ctx.alpha != 1:
+            g = g * ctx.alpha
+        return gc, (matmul(g, b.mT) if need[1] else None), (matmul(a.mT, g) if need[2] else None)
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
-    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``, as one mm over the batch."""
-    if batch1.ndim != 3 or batch2.ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor" if batch1.ndim != 3 else
-                           "batch2 must be a 3D tensor")
-    n, k = batch1.shape[1], batch1.shape[0] * batch1.shape[2]
-    a = batch1.permute(1, 0, 2).reshape(n, k)
-    b = batch2.reshape(k, batch2.shape[2])
-    return addmm(input, a, b, beta=beta, alpha=alpha)
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    _bmm_args(batch1, batch2)
+    return Addbmm.apply(input, batch1, batch2, beta=beta, alpha=alpha)
+
+
+class _SqueezeInplace(Squeeze):
+    """torch's matmul squeezes its vector @ matrix result in place (SqueezeBackward4)."""
+
+    node_name = "SqueezeBackward4"
 
 
 def _unsafe_view(t: Tensor, shape: tuple) -> Tensor:
@@ -271,7 +323,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if da == 2 and db == 1:
         return mv(a, b)
     if da == 1 and db == 2:
-        return mm(a.unsqueeze(0), b).squeeze(0)
+        return _SqueezeInplace.apply(mm(a.unsqueeze(0), b), dims=(0,))
     if da == 2 and db == 2:
         return mm(a, b)
     if da >= 3 and db <= 2:
@@ -279,6 +331,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         folded = a.reshape(int(np.prod(a.shape[:-1], dtype=np.int64)), a.shape[-1])
         out = mm(folded, b) if db == 2 else mv(folded, b)
         return _unsafe_view(out, a.shape[:-1] + ((b.shape[-1],) if db == 2 else ()))
+    if da == 3 and db >= 3 and a.shape[0] == 1 and (db > 3 or b.shape[0] != 1):
+        return matmul(a.squeeze(0), b)  # torch treats a single-matrix batch as a matrix
+    if db == 3 and da >= 3 and b.shape[0] == 1 and (da > 3 or a.shape[0] != 1):
+        return matmul(a, b.squeeze(0))
     if da <= 2 and db >= 3:
         # (b^T @ a^T)^T: the same fold, on the transposed problem, as torch does.
         if da == 1:

@@ -1,0 +1,367 @@
+"""Matrix products, einsum, tensordot, norms and ember.linalg vs torch."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig
+
+import ember
+
+
+def chain(t, depth=4):
+    """grad_fn class names, depth-first, to compare graph structure with torch."""
+    out = []
+
+    def walk(fn, d):
+        if fn is None or d > depth:
+            return
+        out.append((d, type(fn).__name__))
+        for nxt, _ in fn.next_functions:
+            walk(nxt, d + 1)
+    walk(t.grad_fn, 0)
+    return out
+
+
+def same_graph(fn, *inputs, **kw):
+    e, t = check(fn, *inputs, **kw)
+    assert chain(e) == chain(t), (chain(e), chain(t))
+
+
+MATMUL_SHAPES = [
+    ((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((3, 4), (4, 5)),
+    ((2, 3, 4), (4, 5)), ((2, 3, 4), (4,)), ((4,), (2, 4, 5)), ((3, 4), (2, 4, 5)),
+    ((2, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((1, 3, 4), (2, 4, 5)),
+    ((0, 3, 4), (4, 5)), ((3, 0), (0, 5)), ((2, 0, 4), (2, 4, 5)),
+]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_graph_and_grads_match_torch(sa, sb):
+    same_graph(lambda m, a, b: m.matmul(a, b), arr(*sa), arr(*sb))
+    same_graph(lambda m, a, b: a @ b, arr(*sa), arr(*sb), grad_inputs=(0,))
+
+
+@pytest.mark.parametrize("make", [noncontig, negstride])
+def test_matmul_strided_inputs(make):
+    check(lambda m, a, b: a @ b, make(3, 4), make(4, 5))
+    check(lambda m, a, b: a @ b, make(2, 3, 4), make(4, 5))
+    check(lambda m, a, b: a @ b, make(2, 3, 4), make(2, 4, 3))
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda m, a, b: m.mm(a, b), [(3, 4), (4, 5)]),
+    (lambda m, a, b: m.bmm(a, b), [(2, 3, 4), (2, 4, 5)]),
+    (lambda m, a, b: m.mv(a, b), [(3, 4), (4,)]),
+    (lambda m, a, b: m.dot(a, b), [(4,), (4,)]),
+    (lambda m, a, b: m.vdot(a, b), [(4,), (4,)]),
+    (lambda m, a, b: m.outer(a, b), [(3,), (4,)]),
+    (lambda m, a, b: m.ger(a, b), [(3,), (4,)]),
+    (lambda m, a, b: m.inner(a, b), [(3, 4), (2, 4)]),
+    (lambda m, c, a, b: m.addmm(c, a, b), [(3, 5), (3, 4), (4, 5)]),
+    (lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2.0), [(5,), (3, 4), (4, 5)]),
+    (lambda m, c, a, b: m.addmv(c, a, b), [(3,), (3, 4), (4,)]),
+    (lambda m, c, a, b: m.addmv(c, a, b, beta=2.0, alpha=-1.0), [(1,), (3, 4), (4,)]),
+    (lambda m, c, a, b: m.baddbmm(c, a, b, alpha=0.5), [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
+    (lambda m, c, a, b: m.addbmm(c, a, b, beta=0.5), [(3, 5), (2, 3, 4), (2, 4, 5)]),
+    (lambda m, a: m.trace(a), [(3, 4)]),
+    (lambda m, a, b: m.tensordot(a, b, dims=1), [(2, 3), (3, 4)]),
+    (lambda m, a, b: m.tensordot(a, b, dims=([1, 2], [1, 0])), [(2, 3, 4), (4, 3, 5)]),
+    (lambda m, a, b: m.tensordot(a, b, dims=0), [(2,), (3,)]),
+    (lambda m, a, b: m.tensordot(a, b, dims=([0], [1])), [(3, 2), (4, 3)]),
+])
+def test_products_match_torch(fn, shapes):
+    e, t = check(fn, *[arr(*s) for s in shapes])
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+
+
+def test_integer_products():
+    a, b = arr(3, 4, dtype="int64", high=5), arr(4, 2, dtype="int64", high=5)
+    for fn in [lambda m, a, b: a @ b, lambda m, a, b: m.mm(a, b), lambda m, a, b: a[0] @ b,
+               lambda m, a, b: m.trace(a), lambda m, a, b: m.einsum("ij,jk->ik", a, b)]:
+        check(fn, a, b)
+
+
+@pytest.mark.parametrize("fn,shapes,match", [
+    (lambda m, a, b: m.mm(a, b), [(2, 3), (4, 5)],
+     "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
+    (lambda m, a, b: a @ b, [(3,), (4, 5)], "mat1 and mat2 shapes cannot be multiplied"),
+    (lambda m, a, b: a @ b, [(2, 2, 3), (4, 5)], "(4x3 and 4x5)"),
+    (lambda m, a, b: a @ b, [(2, 3), (4,)], "size mismatch, got input (2), mat (2x3), vec (4)"),
+    (lambda m, a, b: a @ b, [(3,), (4,)], "inconsistent tensor size"),
+    (lambda m, a, b: a @ b, [(2, 2, 3), (3, 3, 5)], "must match the size of tensor b (3)"),
+    (lambda m, a, b: a @ b, [(2, 2, 3), (3, 2, 4, 5)],
+     "Expected size for first two dimensions of batch2 tensor to be: [6, 3] but got: [6, 4]."),
+    (lambda m, a, b: a @ b, [(2,), ()], "both arguments to matmul need to be at least 1D"),
+    (lambda m, a, b: m.bmm(a, b), [(2, 2, 3), (3, 3, 5)], "batch2 tensor to be: [2, 3]"),
+    (lambda m, a, b: m.bmm(a, b), [(2, 3), (2, 3, 5)], "batch1 must be a 3D tensor"),
+    (lambda m, a, b: m.mm(a, b), [(3,), (3, 3)], "self must be a matrix"),
+    (lambda m, a, b: m.mv(a, b), [(2, 3), (4,)], "size mismatch"),
+    (lambda m, a, b: m.dot(a, b), [(2,), (3,)], "inconsistent tensor size"),
+    (lambda m, a, b: m.vdot(a, b), [(2, 2), (2,)], "1D tensors expected"),
+    (lambda m, a, b: m.tensordot(a, b, dims=1), [(2, 3), (4, 5)],
+     "contracted dimensions need to match, but first has size 3 in dim -1 and second has size "
+     "4 in dim 0"),
+    (lambda m, a: m.trace(a), [(2, 3, 3)], "trace: expected a matrix"),
+])
+def test_product_errors(fn, shapes, match):
+    check_error(fn, *[arr(*s) for s in shapes], match=match)
+
+
+def test_dtype_mismatch_errors():
+    f, d = arr(2, 3), arr(3, 2, dtype="float64")
+    check_error(lambda m, a, b: a @ b, f, d,
+                match="expected m1 and m2 to have the same dtype, but got: float != double")
+    check_error(lambda m, a, b: m.mm(a, b), f, d.astype(np.int64), match="float != long int")
+    check_error(lambda m, a, b: m.dot(a[0], b[:, 0]), f, d,
+                match="expected both vectors to have same dtype, but found Float and Double")
+    check_error(lambda m, a, b: m.bmm(a[None], b[None]), f, d,
+                match="expected scalar type Float but found Double")
+    check_error(lambda m, a, b: m.einsum("ij,jk", a, b), f, d, match="expected scalar type")
+
+
+# --- einsum -----------------------------------------------------------------------------------
+
+EINSUM = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("i,i->", [(4,), (4,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ii->i", [(3, 3)]),
+    ("ii", [(3, 3)]),
+    ("iij->j", [(3, 3, 2)]),
+    ("ij->", [(3, 4)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij,ij->ij", [(1, 4), (3, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (4, 5)]),
+    ("b...,b->...", [(2, 3, 4), (2,)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("i,ij,j", [(3,), (3, 4), (4,)]),
+    ("ijk,k->i", [(2, 3, 4), (4,)]),
+    ("ij,kj->ikj", [(2, 3), (4, 3)]),
+    ("ab,cd->abcd", [(2, 1), (1, 3)]),
+    ("ij, jk -> ik", [(0, 4), (4, 5)]),
+]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUM)
+def test_einsum_matches_torch(eq, shapes):
+    check(lambda m, *ops: m.einsum(eq, *ops), *[arr(*s) for s in shapes])
+
+
+def test_einsum_list_form_and_strided():
+    check(lambda m, a, b: m.einsum("ij,jk->ik", [a, b]), noncontig(3, 4), negstride(4, 2))
+
+
+@pytest.mark.parametrize("eq,shapes", [e for e in EINSUM if 0 not in e[1][0]][:16])
+def test_einsum_fd_and_gradgrad(eq, shapes):
+    ops = [arr(*s, dtype="float64") for s in shapes]
+    fn = lambda *ts: ember.einsum(eq, *ts) ** 2  # noqa: E731 - keeps second derivative nonzero
+    fd_check(fn, *ops)
+    gradgrad_check(fn, *ops)
+
+
+@pytest.mark.parametrize("eq,shapes,match", [
+    ("ij,jk->ik", [(2, 3), (4, 5)], "subscript j has size 4 for operand 1 which does not "
+                                    "broadcast with previously seen size 3"),
+    ("ij->ijk", [(2, 3)], "output subscript k does not appear in the equation"),
+    ("i,i", [(3,)], "fewer operands were provided"),
+    ("i", [(3,), (3,)], "more operands were provided"),
+    ("ij", [(3,)], "the number of subscripts in the equation (2) does not match the number of "
+                   "dimensions (1) for operand 0"),
+])
+def test_einsum_errors(eq, shapes, match):
+    check_error(lambda m, *ops: m.einsum(eq, *ops), *[arr(*s) for s in shapes], match=match)
+
+
+# --- norms ------------------------------------------------------------------------------------
+
+NORMS = [
+    lambda m, x: x.norm(),
+    lambda m, x: x.norm(dim=-1),
+    lambda m, x: x.norm(p=1),
+    lambda m, x: x.norm(p="fro"),
+    lambda m, x: x.norm(p=math.inf, dim=0, keepdim=True),
+    lambda m, x: x.norm(p=-math.inf),
+    lambda m, x: x.norm(p=0),
+    lambda m, x: x.norm(p=3, dim=-1),
+    lambda m, x: x.norm(p=0.5),
+    lambda m, x: x.norm(p=1.5, dim=0),
+    lambda m, x: m.norm(x, 2, dim=(0, 1)),
+    lambda m, x: m.linalg.norm(x),
+    lambda m, x: m.linalg.vector_norm(x, ord=3, dim=-1, keepdim=True),
+    lambda m, x: m.linalg.vector_norm(x, dtype=m.float64),
+]
+
+
+@pytest.mark.parametrize("kind", ["2d", "noncontig", "negstride"])
+@pytest.mark.parametrize("fn", NORMS)
+def test_vector_norms(fn, kind):
+    x = {"2d": arr(3, 4), "noncontig": noncontig(3, 4), "negstride": negstride(3, 4)}[kind]
+    e, t = check(fn, x)
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+
+
+def test_norm_at_zero_and_0d():
+    z = np.zeros((2, 3), dtype=np.float32)
+    for fn in [lambda m, x: x.norm(), lambda m, x: x.norm(p=1), lambda m, x: x.norm(p=3),
+               lambda m, x: x.norm(dim=1), lambda m, x: x.norm(p=math.inf)]:
+        check(fn, z)
+    check(lambda m, x: x.norm(), arr())
+    check(lambda m, x: x.norm(dim=1), np.zeros((2, 0), np.float32))
+
+
+MATRIX_NORMS = [
+    lambda m, x: m.linalg.matrix_norm(x),
+    lambda m, x: m.linalg.matrix_norm(x, "nuc"),
+    lambda m, x: m.linalg.matrix_norm(x, 2),
+    lambda m, x: m.linalg.matrix_norm(x, -2),
+    lambda m, x: m.linalg.matrix_norm(x, 1),
+    lambda m, x: m.linalg.matrix_norm(x, -1, keepdim=True),
+    lambda m, x: m.linalg.matrix_norm(x, math.inf),
+    lambda m, x: m.linalg.matrix_norm(x, -math.inf, dim=(0, 1)),
+    lambda m, x: m.linalg.matrix_norm(x, 1, dim=(1, 0), keepdim=True),
+    lambda m, x: m.linalg.norm(x, "fro", dim=(0, 1)),
+    lambda m, x: m.linalg.norm(x[0], 2),
+    lambda m, x: m.linalg.norm(x, ord=1, dim=-1),
+    lambda m, x: x.norm(p="nuc", dim=(1, 2)),
+]
+
+
+@pytest.mark.parametrize("fn", MATRIX_NORMS)
+def test_matrix_norms(fn):
+    e, t = check(fn, arr(2, 3, 4))
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+
+
+@pytest.mark.parametrize("fn,match", [
+    (lambda m, x: x.long().norm(), "Expected a floating point or complex tensor as input. Got "
+                                   "Long"),
+    (lambda m, x: m.linalg.matrix_norm(x[0, 0]), "must have at least 2 dimensions"),
+    (lambda m, x: x.norm(dim=(0, 1, 0)), None),
+    (lambda m, x: m.linalg.norm(x, "fro"), "If dim is not specified but ord is"),
+    (lambda m, x: x.norm(dim=3), "Dimension out of range"),
+])
+def test_norm_errors(fn, match):
+    check_error(fn, arr(2, 3, 4), match=match)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.norm() * x.sum(),
+    lambda x: x.norm(dim=1) ** 2,
+    lambda x: x.norm(p=3, dim=0),
+    lambda x: x.norm(p=1.5) * x,
+    lambda x: ember.linalg.vector_norm(x, math.inf, dim=1) ** 2,
+    lambda x: ember.linalg.matrix_norm(x, 1) ** 2,
+])
+def test_norm_fd_and_gradgrad(fn):
+    x = arr(3, 4, dtype="float64")
+    fd_check(fn, x)
+    gradgrad_check(fn, x)
+
+
+def test_svd_norms_first_order():
+    x = arr(3, 4, dtype="float64")
+    fd_check(lambda t: ember.linalg.matrix_norm(t, "nuc"), x)
+    fd_check(lambda t: ember.linalg.svdvals(t), x)
+
+
+# --- inverse, determinant, solve --------------------------------------------------------------
+
+
+def well_conditioned(*shape, dtype="float32"):
+    a = arr(*shape, dtype=dtype)
+    return (a + 3 * np.eye(shape[-1], dtype=dtype)).astype(dtype)
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda m, a: m.linalg.inv(a), [(3, 3)]),
+    (lambda m, a: m.inverse(a), [(2, 3, 3)]),
+    (lambda m, a: a.inverse(), [(3, 3)]),
+    (lambda m, a: m.linalg.det(a), [(3, 3)]),
+    (lambda m, a: m.det(a), [(2, 3, 3)]),
+    (lambda m, a: a.det(), [(1, 1)]),
+    (lambda m, a, b: m.linalg.solve(a, b), [(3, 3), (3,)]),
+    (lambda m, a, b: m.linalg.solve(a, b), [(3, 3), (3, 2)]),
+    (lambda m, a, b: m.linalg.solve(a, b), [(2, 3, 3), (3, 2)]),
+    (lambda m, a, b: m.linalg.solve(a, b), [(2, 3, 3), (2, 3)]),
+])
+def test_inv_det_solve(fn, shapes):
+    ops = [well_conditioned(*shapes[0])] + [arr(*s) for s in shapes[1:]]
+    e, t = check(fn, *ops, atol=1e-4)
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+
+
+def test_solve_right():
+    check(lambda m, a, b: m.linalg.solve(a, b, left=False), well_conditioned(3, 3), arr(2, 3),
+          atol=1e-4)
+
+
+def test_det_of_singular_matrix_has_adjugate_gradient():
+    """The gradient of det is the (transposed) adjugate, also where det is 0."""
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    fd_check(lambda t: ember.linalg.det(t), a)
+    check(lambda m, x: m.linalg.det(x), a.astype(np.float32), grad=False)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: ember.linalg.inv(a),
+    lambda a: ember.linalg.det(a),
+    lambda a: ember.linalg.solve(a, a[:, :1] * 2 + 1),
+    lambda a: ember.linalg.solve(a, a[0] + 1),
+    lambda a: ember.trace(a) * a,
+])
+def test_linalg_fd_and_gradgrad(fn):
+    a = well_conditioned(3, 3, dtype="float64")
+    fd_check(fn, a)
+    gradgrad_check(fn, a)
+
+
+@pytest.mark.parametrize("fn,shapes,match", [
+    (lambda m, a: m.linalg.inv(a), [(2, 3)], "A must be batches of square matrices, but they "
+                                             "are 2 by 3 matrices"),
+    (lambda m, a: m.linalg.det(a), [(2, 3)], "A must be batches of square matrices"),
+    (lambda m, a, b: m.linalg.solve(a, b), [(3, 3), (2, 3)], "Incompatible shapes of A and B"),
+])
+def test_linalg_errors(fn, shapes, match):
+    check_error(fn, *[arr(*s) for s in shapes], match=match)
+
+
+@pytest.mark.parametrize("fn,shape,match", [
+    (lambda m, a: m.linalg.inv(a), (2, 2), "linalg.inv: The diagonal element 1 is zero, the "
+                                           "inversion could not be completed because the "
+                                           "input matrix is singular."),
+    (lambda m, a: m.linalg.inv(a), (2, 3, 3), "linalg.inv: (Batch element 0): The diagonal "
+                                              "element 1 is zero"),
+    (lambda m, a: m.linalg.solve(a, a[..., 0]), (2, 2), "The solver failed because the input "
+                                                        "matrix is singular."),
+])
+def test_singular_raises_linalg_error(fn, shape, match):
+    z = np.zeros(shape, np.float32)
+    with pytest.raises(torch.linalg.LinAlgError, match=match.split(":")[-1][:20].strip()):
+        fn(torch, torch.tensor(z))
+    with pytest.raises(ember.linalg.LinAlgError) as info:
+        fn(ember, ember.tensor(z))
+    assert match in str(info.value)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_vecdot_multi_dot():
+    check(lambda m, a, b: m.linalg.vecdot(a, b), arr(3, 4), arr(4))
+    check(lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), arr(3), arr(3, 4), arr(4, 2))
+    check(lambda m, a, b: m.linalg.matmul(a, b), arr(2, 3, 4), arr(4, 2))
+
+
+def test_mm_does_not_copy_operands():
+    """mm / addmm hand their operands (transposed views included) straight to BLAS."""
+    a = ember.tensor(arr(64, 32), requires_grad=True)
+    b = ember.tensor(arr(32, 16), requires_grad=True)
+    out = ember.addmm(ember.zeros(16), a, b.t().t())
+    node = out.grad_fn
+    saved = node.saved_tensors
+    assert saved[0]._data is a._data
+    assert np.shares_memory(saved[1]._data, b._data)
+    out.backward(ember.ones_like(out))
+    assert a.grad.shape == a.shape and b.grad.shape == b.shape
