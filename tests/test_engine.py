@@ -178,3 +178,185 @@ def test_fd_and_gradgrad_on_core_ops():
     a, b = arr(3, 2).astype(np.float64), arr(3, 2).astype(np.float64)
     fd_check(f, a, b)
     gradgrad_check(f, a, b)
+
+
+# --- more engine behaviour, each compared with torch -----------------------------------------
+
+
+def _same(fn):
+    """``fn(lib)`` returns plain Python data; ember's must equal torch's."""
+    e, t = fn(ember), fn(torch)
+    assert e == t, f"ember {e!r} != torch {t!r}"
+    return e
+
+
+def _vals(t):
+    return None if t is None else [round(float(v), 4) for v in t.detach().reshape(-1).tolist()]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_execution_order_of_random_dag_matches_torch(seed):
+    """Ready nodes run newest-first by creation; record the order with node pre-hooks."""
+    def run(lib):
+        rng = np.random.default_rng(seed)
+        xs = [lib.tensor([0.5, 1.5], requires_grad=True) for _ in range(3)]
+        pool = list(xs)
+        for _ in range(12):
+            a, b = (pool[i] for i in rng.integers(0, len(pool), 2))
+            op = rng.integers(0, 4)
+            pool.append(a * b if op == 0 else a + b if op == 1 else a.tanh() if op == 2
+                        else (a - b).exp())
+        order, names = [], {}
+        for t in pool[3:]:
+            node = t.grad_fn
+            if node not in names:
+                names[node] = f"{node.name()}_{len(names)}"
+                node.register_prehook(lambda go, n=names[node]: order.append(n))
+        for i, x in enumerate(xs):
+            x.register_hook(lambda g, i=i: order.append(f"leaf{i}"))
+        sum(t.sum() for t in pool[-4:]).backward()
+        return order, [_vals(x.grad) for x in xs]
+    _same(run)
+
+
+def test_fan_out_many_uses_accumulate():
+    def run(lib):
+        x = lib.tensor([1.0, -2.0], requires_grad=True)
+        ys = [x * float(i) for i in range(50)]
+        total = ys[0]
+        for y in ys[1:]:
+            total = total + y * x
+        total.sum().backward()
+        return _vals(x.grad)
+    _same(run)
+
+
+def test_second_backward_error_message_is_torchs():
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        y = (x.exp() * x).sum()
+        y.backward()
+        try:
+            y.backward()
+        except RuntimeError as e:
+            return str(e)
+    assert "Specify retain_graph=True" in _same(run)
+
+
+def test_retain_graph_then_release_frees_saved():
+    x = ember.randn(3, requires_grad=True)
+    h = x * 2
+    y = h * h
+    h_ref = weakref.ref(h)
+    del h
+    loss = y.sum()
+    loss.backward(retain_graph=True)
+    assert h_ref() is not None  # still saved by the graph
+    loss.backward()
+    assert h_ref() is None
+    np.testing.assert_allclose(x.grad.numpy(), 16 * x.detach().numpy(), rtol=1e-6)
+
+
+def test_backward_inputs_non_leaf_and_errors():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3
+        (h * h).sum().backward(inputs=[h])
+        out = [_vals(h.grad), x.grad is None, h.retains_grad]
+        try:
+            (x * 2).sum().backward(inputs=[])
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+    _same(run)
+
+
+def test_grad_allow_unused_and_materialize():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        z = lib.tensor([5.0], requires_grad=True)
+        y = (x * x).sum()
+        g = lib.autograd.grad(y, [x, z], allow_unused=True, retain_graph=True)
+        m = lib.autograd.grad(y, [x, z], materialize_grads=True, retain_graph=True)
+        out = [_vals(g[0]), g[1], _vals(m[1])]
+        try:
+            lib.autograd.grad(y, [z], materialize_grads=True, allow_unused=False)
+        except ValueError as e:
+            out.append(str(e))
+        try:
+            lib.autograd.grad(y, [lib.ones(1)])
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+    _same(run)
+
+
+def test_grad_does_not_touch_dot_grad_and_create_graph_grad_has_history():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        (g,) = lib.autograd.grad((x ** 3).sum(), x, create_graph=True)
+        out = [x.grad is None, g.requires_grad, g.grad_fn is not None]
+        (x ** 2).sum().backward(create_graph=True)
+        out += [x.grad.requires_grad, _vals(x.grad)]
+        return out
+    _same(run)
+
+
+def test_multiple_roots_and_grad_tensors():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        a, b = x * 2, x.exp()
+        lib.autograd.backward([a, b], [lib.tensor([1.0, -1.0]), lib.tensor([0.5, 0.5])])
+        out = [_vals(x.grad)]
+        try:
+            lib.autograd.backward([x * 2], [lib.ones(3)])
+        except RuntimeError as e:
+            out.append(str(e).replace("torch.", "ember."))
+        return out
+    _same(run)
+
+
+def test_non_leaf_grad_warning_matches_torch():
+    import warnings
+
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        y = x * 2
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            assert y.grad is None
+        return [type(m.message).__name__ for m in w], "retain_grad()" in str(w[0].message)
+    _same(run)
+
+
+def test_requires_grad_propagation_and_leaves():
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        c = lib.ones(2)
+        out = [(x * c).requires_grad, (c * 2).requires_grad, x.is_leaf, (x * 2).is_leaf,
+               x.detach().is_leaf, x.detach().requires_grad]
+        with lib.no_grad():
+            out.append((x * 2).requires_grad)
+        try:
+            (x * 2).requires_grad_(False)
+        except RuntimeError as e:
+            out.append(str(e)[:40])
+        try:
+            lib.ones(2, dtype=lib.int64).requires_grad_()
+        except RuntimeError as e:
+            out.append(str(e)[:40])
+        return out
+    _same(run)
+
+
+def test_ten_thousand_chain_backward_and_graph_freed():
+    x = ember.tensor([1.0], requires_grad=True)
+    y = x
+    for _ in range(10_000):
+        y = y.tanh() + 0.5
+    ref = weakref.ref(y.grad_fn)
+    y.sum().backward()
+    assert x.grad is not None
+    del y
+    gc.collect()
+    assert ref() is None

@@ -173,10 +173,36 @@ def many_leaves_ready_together(lib, log):
     (h * ws[2]).sum().backward()
 
 
+def retain_grad_vs_node_prehook(lib, log):
+    """torch 2.13 updates a retained .grad before node pre-hooks run (and they can't change it)."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    z = y * y
+    y.retain_grad()
+    y.grad_fn.register_prehook(lambda go: log.append(("pre", _r(y.grad))) or (go[0] * 10,))
+    y.register_hook(lambda g: log.append(("tensor", _r(g))) or g + 1)
+    z.sum().backward()
+    log.append(("y.grad", _r(y.grad), "x.grad", _r(x.grad)))
+
+
+def hooks_with_backward_inputs(lib, log):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    w = lib.tensor([3.0, 4.0], requires_grad=True)
+    x.register_hook(lambda g: log.append(("x", _r(g))))
+    w.register_hook(lambda g: log.append(("w", _r(g))))
+    w.register_post_accumulate_grad_hook(lambda t: log.append(("w_acc", _r(t.grad))))
+    h = x * w
+    h.register_hook(lambda g: log.append(("h", _r(g))) or g * 2)
+    (h * h).sum().backward(inputs=[w], retain_graph=True)
+    log.append((_r(w.grad), x.grad is None))
+    (h * h).sum().backward(inputs=[h])
+    log.append((_r(h.grad), h.retains_grad))
+
+
 SCENARIOS = [leaf_hooks, nonleaf_full_order, retain_before_hook, hooks_with_autograd_grad,
              prehook_and_posthook_replace, removal, branching_order, two_leaves_accumulate_order,
              multi_output_node, hook_added_during_backward, retain_grad_accumulates,
-             many_leaves_ready_together]
+             many_leaves_ready_together, retain_grad_vs_node_prehook, hooks_with_backward_inputs]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)

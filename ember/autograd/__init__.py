@@ -40,7 +40,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         retain_graph = create_graph
     ins = _seq(inputs) if inputs is not None else None
     if ins is not None and not ins:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     run_backward(tensors, grads, retain_graph, create_graph, inputs=ins, accumulate=True)
 
 

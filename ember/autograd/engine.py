@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import warn_forward_trace
 from ember.autograd.grad_mode import STATE
-from ember.autograd.graph import AccumulateGrad, grad_accumulator
+from ember.autograd.graph import grad_accumulator
 
 
 def _root_edge(t):
@@ -72,7 +72,7 @@ def _dependencies(roots):
 def _runnable(nodes, targets, accumulate: bool) -> set:
     """With ``inputs`` given, only nodes on a path to an input run (as in torch)."""
     reach = set(targets)
-    runs = {n for n in targets if accumulate and isinstance(n, AccumulateGrad)}
+    runs = set(targets) if accumulate else set()
     # Children were created before their parents (AccumulateGrad has no children), so one
     # pass in creation order settles every node.
     for node in sorted(nodes, key=lambda n: n._seq):
@@ -97,6 +97,12 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     root_nodes = list(dict.fromkeys(n for n, _ in roots))
     deps, nodes = _dependencies(root_nodes)
     runs = _runnable(nodes, {n for n, _ in capture}, accumulate) if capture is not None else None
+    if accumulate and capture is not None:
+        # backward(inputs=...) as torch: input nodes run, and non-leaf inputs retain .grad.
+        capture = None
+        for t in inputs:
+            if t._grad_fn is not None:
+                t.retain_grad()
     buffers: dict = {}
     for (node, nr), g in zip(roots, grads):
         _add_to_buffer(buffers, node, nr, g)
