@@ -365,3 +365,31 @@ def test_mm_does_not_copy_operands():
     assert np.shares_memory(saved[1]._data, b._data)
     out.backward(ember.ones_like(out))
     assert a.grad.shape == a.shape and b.grad.shape == b.shape
+
+
+# --- property-based: matmul over random ranks and broadcast batches --------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def matmul_shapes(draw):
+    n, k, m = (draw(st.integers(1, 3)) for _ in range(3))
+    batch = draw(st.lists(st.integers(1, 3), max_size=2))
+    ra, rb = draw(st.integers(1, 2 + len(batch))), draw(st.integers(1, 2 + len(batch)))
+
+    def shape(rank, rows, cols, first):
+        if rank == 1:
+            return (k,)
+        lead = [b if draw(st.booleans()) else 1 for b in batch][len(batch) - (rank - 2):] \
+            if rank > 2 else []
+        return (*lead, rows, cols) if first else (*lead, cols, rows)
+    return shape(ra, n, k, True), shape(rb, m, k, False)
+
+
+@settings(max_examples=30, deadline=None)
+@given(matmul_shapes())
+def test_matmul_broadcast_property(shapes):
+    sa, sb = shapes
+    check(lambda m, a, b: a @ b, arr(*sa), arr(*sb))

@@ -288,3 +288,25 @@ def test_cumulative_fd(fn):
     x = arr(3, 4, dtype="float64")
     fd_check(fn, x)
     gradgrad_check(fn, x)
+
+
+# --- property-based: random dims and keepdim ----------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=st.lists(st.integers(1, 3), min_size=1, max_size=3), data=st.data(),
+       keepdim=st.booleans())
+def test_reduce_random_dims_property(shape, data, keepdim):
+    n = len(shape)
+    axes = data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n))
+    dims = tuple(d - n if data.draw(st.booleans()) else d for d in sorted(axes))  # some negative
+    x = arr(*shape)
+    check(lambda m, x: x.sum(dims, keepdim=keepdim), x)
+    check(lambda m, x: x.mean(dims, keepdim=keepdim), x)
+    check(lambda m, x: x.amax(dims, keepdim=keepdim), x)
+    check(lambda m, x: x.logsumexp(dims, keepdim=keepdim), x)
+    check(lambda m, x: m.var(x, dims, keepdim=keepdim, correction=0), x)
+    check(lambda m, x: m.linalg.vector_norm(x, 3, dims, keepdim), x)

@@ -413,27 +413,6 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     return mm(ma, mb).reshape(out_shape)
 
 
-class Trace(Op):
-    node_name = "TraceBackward0"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.shape = x.shape
-        return np.asarray(np.trace(x), dtype=x.dtype if x.dtype.kind == "f" else np.int64)
-
-    @staticmethod
-    def backward(ctx, g):
-        eye = Tensor._make(np.eye(*ctx.shape, dtype=g._data.dtype))
-        return g * eye
-
-
-def trace(x: Tensor) -> Tensor:
-    """Sum of the main diagonal of a matrix."""
-    if x.ndim != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
-    return Trace.apply(x)
-
-
 def _from_linalg(name: str):
     def fn(*args, **kwargs):
         import ember.linalg
@@ -447,12 +426,12 @@ def _from_linalg(name: str):
 METHODS = {
     "mm": mm, "matmul": matmul, "dot": dot, "vdot": vdot, "mv": mv, "bmm": bmm, "addmm": addmm,
     "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer, "ger": outer,
-    "inner": inner, "trace": trace, "__matmul__": matmul, "__rmatmul__": rmatmul,
+    "inner": inner, "__matmul__": matmul, "__rmatmul__": rmatmul,
     "inverse": _from_linalg("inv"), "det": _from_linalg("det"),
 }
 FUNCTIONS = {
     "mm": mm, "matmul": matmul, "dot": dot, "vdot": vdot, "mv": mv, "bmm": bmm, "addmm": addmm,
     "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer, "ger": outer,
-    "inner": inner, "tensordot": tensordot, "trace": trace, "inverse": _from_linalg("inv"),
+    "inner": inner, "tensordot": tensordot, "inverse": _from_linalg("inv"),
     "det": _from_linalg("det"),
 }
