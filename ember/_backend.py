@@ -109,8 +109,6 @@ def no_cuda_error() -> AssertionError:
 
 def check_device(dev) -> device:
     """Normalise a device argument; refuse devices ember cannot compute on."""
-    if isinstance(dev, int) and not isinstance(dev, bool):
-        raise no_cuda_error()
     d = dev if isinstance(dev, device) else device(dev)
     if d.type == "cpu":
         return CPU

@@ -348,78 +348,7 @@ def _check_p(p: float) -> None:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
 
 
-# --- in-place fills: Tensor.uniform_, normal_, bernoulli_, random_ ---------------------------
-
-
-class _UniformInplace(_Sampled):
-    node_name = "UniformBackward0"
-
-
-class _NormalInplace(_Sampled):
-    node_name = "NormalBackward0"
-
-
-class _BernoulliInplace(_Sampled):
-    node_name = "BernoulliBackward2"
-
-
-class _RandomInplace(_Sampled):
-    node_name = "RandomBackward0"
-
-
-def _fill_inplace(x: Tensor, sample: np.ndarray, node: type[_Sampled]) -> Tensor:
-    from ember.autograd.grad_mode import STATE
-    from ember.ops.inplace import apply_inplace, check_inplace
-
-    if STATE.enabled and x._rg:
-        # A non-leaf keeps its place in the graph; the new values get zero gradient.
-        return apply_inplace(x, node.apply, sample=np.asarray(sample, x._data.dtype))
-    check_inplace(x)
-    x._data[...] = sample
-    x._vc[0] += 1
-    return x
-
-
-def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *,
-             generator: Generator | None = None) -> Tensor:
-    """Fill with uniform samples from [from_, to)."""
-    u = rng(generator).random(self._data.shape)
-    return _fill_inplace(self, from_ + (to - from_) * u, _UniformInplace)
-
-
-def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
-            generator: Generator | None = None) -> Tensor:
-    """Fill with normal samples."""
-    _check_std(std)
-    sample = mean + std * rng(generator).standard_normal(self._data.shape)
-    return _fill_inplace(self, sample, _NormalInplace)
-
-
-def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Tensor:
-    """Fill with 0/1 samples, 1 with probability ``p`` (a float or a tensor of probabilities)."""
-    probs = p._data if isinstance(p, Tensor) else p
-    if not isinstance(p, Tensor):
-        _check_p(p)
-    return _fill_inplace(self, rng(generator).random(self._data.shape) < probs,
-                         _BernoulliInplace)
-
-
-def random_(self: Tensor, from_: int = 0, to: int | None = None, *,
-            generator: Generator | None = None) -> Tensor:
-    """Fill with integers from [from_, to); ``random_(to)`` means [0, to)."""
-    if to is None:
-        if from_ == 0:
-            kind = self._data.dtype.kind
-            to = 2 if kind == "b" else 2 ** (np.finfo(self._data.dtype).nmant + 1) \
-                if kind == "f" else int(np.iinfo(self._data.dtype).max) + 1
-        else:
-            from_, to = 0, from_
-    sample = _randint_array(rng(generator), from_, to, self._data.shape, _dtype.int64)
-    return _fill_inplace(self, sample, _RandomInplace)
-
-
-METHODS = {"uniform_": uniform_, "normal_": normal_, "bernoulli_": bernoulli_,
-           "random_": random_, "bernoulli": bernoulli}
+METHODS = {"bernoulli": bernoulli}
 FUNCTIONS = {
     "rand": rand, "randn": randn, "randint": randint, "randperm": randperm, "normal": normal,
     "bernoulli": bernoulli, "rand_like": rand_like, "randn_like": randn_like,

@@ -99,8 +99,7 @@ class Tensor:
 
         dt = _dtype.to_dtype(dtype) if dtype is not None else None
         if len(args) == 1 and not isinstance(args[0], int):
-            arr = array_from_data(args[0], dt or (_dtype.get_default_dtype()
-                                                  if not isinstance(args[0], np.ndarray) else None))
+            arr = array_from_data(args[0], dt or _dtype.get_default_dtype())
         else:
             shape = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
             arr = np.empty(tuple(shape), dtype=(dt or _dtype.get_default_dtype()).np)
@@ -375,8 +374,14 @@ class Tensor:
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
-        """A tensor sharing storage with this one, cut from the graph."""
-        return self._alias()
+        """A tensor sharing storage (and version counter) with this one, cut from the graph.
+
+        Not a view for autograd, as in torch: writing to it is allowed even when the source
+        is a leaf that requires grad.
+        """
+        t = Tensor._make(self._data)
+        t._vc = self._vc
+        return t
 
     def detach_(self) -> Tensor:
         if self._base is not None and self._grad_fn is not None:

@@ -219,3 +219,145 @@ def test_new_factories():
     same(lambda m: m.ones(2).new_empty(2).shape)
     same(lambda m: m.ones(2).new_zeros(2, requires_grad=True))
     same(lambda m: m.ones(2, dtype=m.float64).new_ones([1, 2]))
+
+
+# --- random factories: shapes, dtypes, errors match torch; streams are ember's own ----------
+
+
+def meta(t):
+    """What a random result shows besides its numbers."""
+    return tuple(t.shape), str(t.dtype).replace("torch.", "ember."), t.requires_grad, \
+        type(t.grad_fn).__name__ if t.grad_fn is not None else None
+
+
+def same_meta(fn):
+    assert meta(fn(ember)) == meta(fn(torch))
+
+
+RANDOM_CALLS = [
+    lambda m: m.rand(2, 3), lambda m: m.rand((2, 3)), lambda m: m.rand(size=(4,)),
+    lambda m: m.randn(2, dtype=m.float64), lambda m: m.randn(3, requires_grad=True),
+    lambda m: m.rand(0), lambda m: m.randint(10, (3,)), lambda m: m.randint(3, 10, (2, 2)),
+    lambda m: m.randint(3, 10, size=(3,)), lambda m: m.randint(10, (2,), dtype=m.float32),
+    lambda m: m.randint(0, 5, (2,), dtype=m.int32), lambda m: m.randperm(5),
+    lambda m: m.randperm(0), lambda m: m.randperm(4, dtype=m.float32),
+    lambda m: m.rand_like(m.ones(2, dtype=m.float64)), lambda m: m.randn_like(m.ones(2, 3)),
+    lambda m: m.randint_like(m.ones(2), 5), lambda m: m.randint_like(m.ones(2), 3, 5),
+    lambda m: m.normal(m.zeros(3), m.ones(3)), lambda m: m.normal(0.0, m.ones(3)),
+    lambda m: m.normal(m.zeros(3), 1.0), lambda m: m.normal(0.0, 1.0, size=(2, 3)),
+    lambda m: m.normal(0.0, 1.0, (2, 3)), lambda m: m.normal(0, 1, (2,)),
+    lambda m: m.normal(m.zeros(2, 3), m.ones(3)),
+    lambda m: m.normal(m.zeros(3, dtype=m.float64), 1.0),
+    lambda m: m.normal(m.zeros(3), m.ones(3, dtype=m.float64)),
+    lambda m: m.normal(0.0, m.ones(3, dtype=m.float64)),
+    lambda m: m.normal(m.zeros(3, requires_grad=True), 1.0),
+    lambda m: m.normal(0.0, m.ones(3, requires_grad=True)),
+    lambda m: m.normal(m.zeros(3, requires_grad=True), m.ones(3, requires_grad=True)),
+    lambda m: m.normal(2.0, 3.0, (2,), dtype=m.float64, requires_grad=True),
+    lambda m: m.bernoulli(m.full((3,), 0.5)), lambda m: m.bernoulli(m.full((3,), 0.5), 1.0),
+    lambda m: m.bernoulli(m.full((3,), 0.5, requires_grad=True)),
+    lambda m: m.full((2, 2), 0.3, dtype=m.float64).bernoulli(),
+    lambda m: m.rand(2, 3, generator=m.Generator().manual_seed(0)),
+    lambda m: m.ones(3).uniform_(-1, 1), lambda m: m.ones(3).normal_(0, 2),
+    lambda m: m.ones(3).bernoulli_(0.5), lambda m: m.ones(3, dtype=m.int64).random_(0, 10),
+]
+
+
+@pytest.mark.parametrize("k", range(len(RANDOM_CALLS)))
+def test_random_factories_shapes_dtypes_grads(k):
+    same_meta(RANDOM_CALLS[k])
+
+
+RANDOM_ERRORS = [
+    (lambda m: m.rand(2, dtype=m.int64), "not implemented for 'Long'"),
+    (lambda m: m.randn(2, dtype=m.int64), "not implemented for 'Long'"),
+    (lambda m: m.rand_like(m.ones(2, dtype=m.int64)), "not implemented for 'Long'"),
+    (lambda m: m.randint(10, 3, (3,)), "random_ expects 'from' to be less than 'to'"),
+    (lambda m: m.randint(10), None), (lambda m: m.randint(10, 3), "must be tuple of ints"),
+    (lambda m: m.randperm(-1), "negative dimension"),
+    (lambda m: m.normal(0.0, 1.0), None),
+    (lambda m: m.normal(m.zeros(3), m.ones(2)), "must match the size"),
+    (lambda m: m.normal(m.zeros(3), -1.0), "normal expects std >= 0.0"),
+    (lambda m: m.normal(m.zeros(3), -m.ones(3)), "normal expects all elements of std >= 0.0"),
+    (lambda m: m.normal(m.zeros(3, dtype=m.int64), 1.0), "not implemented for 'Long'"),
+    (lambda m: m.bernoulli(m.full((3,), 1.5)), "Expected p_in >= 0 && p_in <= 1"),
+    (lambda m: m.bernoulli(m.ones(3, dtype=m.int64)), "not implemented for 'Long'"),
+    (lambda m: m.bernoulli(m.full((3,), 0.5), p=2.0), "bernoulli_ expects p to be in [0, 1]"),
+    (lambda m: m.ones(2, requires_grad=True).uniform_(), "a leaf Variable that requires grad"),
+    (lambda m: m.rand(2, generator=1), None),
+]
+
+
+@pytest.mark.parametrize("k", range(len(RANDOM_ERRORS)))
+def test_random_errors(k):
+    fn, match = RANDOM_ERRORS[k]
+    same(fn, match)
+
+
+def test_random_values_are_in_range_and_distributed():
+    ember.manual_seed(0)
+    u = ember.rand(20000).numpy()
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+    n = ember.randn(20000).numpy()
+    assert abs(n.mean()) < 0.03 and abs(n.std() - 1) < 0.03
+    r = ember.randint(3, 7, (5000,)).numpy()
+    assert set(np.unique(r)) == {3, 4, 5, 6}
+    assert sorted(ember.randperm(50).tolist()) == list(range(50))
+    m = ember.normal(ember.full((10000,), 5.0), 2.0).numpy()
+    assert abs(m.mean() - 5) < 0.1 and abs(m.std() - 2) < 0.1
+    b = ember.bernoulli(ember.full((10000,), 0.25)).numpy()
+    assert set(np.unique(b)) <= {0.0, 1.0} and abs(b.mean() - 0.25) < 0.02
+    x = ember.empty(10000).uniform_(-2, 3).numpy()
+    assert -2 <= x.min() and x.max() < 3
+
+
+def test_sampled_parameters_get_zero_gradients_like_torch():
+    for lib in (torch, ember):
+        mean = lib.zeros(3, requires_grad=True)
+        std = lib.ones(3, requires_grad=True)
+        lib.normal(mean, std).sum().backward()
+        assert mean.grad.tolist() == [0.0] * 3 and std.grad.tolist() == [0.0] * 3
+
+
+def test_manual_seed_repeats_and_generators_are_independent():
+    ember.manual_seed(3)
+    a = ember.randn(5)
+    ember.manual_seed(3)
+    assert ember.randn(5).tolist() == a.tolist()
+    g1, g2 = ember.Generator().manual_seed(1), ember.Generator().manual_seed(1)
+    assert ember.rand(4, generator=g1).tolist() == ember.rand(4, generator=g2).tolist()
+    ember.manual_seed(3)
+    ember.rand(3, generator=g1)  # drawing from g1 leaves the default stream alone
+    assert ember.randn(5).tolist() == a.tolist()
+
+
+def test_seed_api_matches_torch():
+    for lib in (torch, ember):
+        g = lib.Generator()
+        assert g.initial_seed() == 67280421310721
+        assert g.manual_seed(3) is g and g.initial_seed() == 3
+        assert str(g.device) == "cpu"
+        assert lib.manual_seed(5) is lib.default_generator
+        assert lib.initial_seed() == 5
+        assert lib.manual_seed(-1).initial_seed() == 2 ** 64 - 1
+        assert isinstance(lib.seed(), int)
+        st = lib.get_rng_state()
+        assert str(st.dtype).endswith("uint8") and st.dim() == 1
+    same(lambda m: m.manual_seed(2 ** 64), "Overflow")
+    same(lambda m: m.manual_seed("a"))
+    same(lambda m: m.Generator().set_state(m.zeros(3)), "ByteTensor")
+    same(lambda m: m.Generator().set_state([1, 2]), "ByteTensor")
+    same(lambda m: m.Generator().set_state(m.zeros(5056, dtype=m.uint8)))
+
+
+def test_get_set_state_roundtrip():
+    g = ember.Generator().manual_seed(7)
+    state = g.get_state()
+    a = ember.randn(4, generator=g)
+    g.set_state(state)
+    assert ember.randn(4, generator=g).tolist() == a.tolist()
+    assert g.initial_seed() == 7
+    s = ember.get_rng_state()
+    b = ember.rand(3)
+    ember.set_rng_state(s)
+    assert ember.rand(3).tolist() == b.tolist()
