@@ -186,8 +186,9 @@ def _weights_only_message(full: str) -> str:
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file, weights_only: bool, persistent_load: Callable) -> None:
-        super().__init__(file, encoding="utf-8")
+    def __init__(self, file, weights_only: bool, persistent_load: Callable,
+                 encoding: str) -> None:
+        super().__init__(file, encoding=encoding)
         self.weights_only = weights_only
         self._persistent = persistent_load
         self._allowed = _allowed_globals()
@@ -273,8 +274,33 @@ def _read_record(zf: zipfile.ZipFile, record: str, name: str, out: np.ndarray | 
                            f"or archive is corrupted ({name}: {e})") from None
 
 
+def _mmap_record(zf: zipfile.ZipFile, record: str, path: str, name: str, dt: np.dtype,
+                 numel: int) -> np.ndarray | None:
+    """Map a stored record's bytes copy-on-write (torch's ``mmap=True``); None if it can't be."""
+    try:
+        info = zf.getinfo(record)
+    except KeyError:
+        raise RuntimeError(f"PytorchStreamReader failed locating file {record}: file not found "
+                           f"({name})") from None
+    if info.compress_type != zipfile.ZIP_STORED or numel == 0:
+        return None
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset)
+        head = fh.read(30)
+        size = os.fstat(fh.fileno()).st_size
+    if len(head) != 30 or head[:4] != b"PK\x03\x04":
+        raise RuntimeError(f"PytorchStreamReader failed reading file {record}: invalid header "
+                           f"or archive is corrupted ({name})")
+    start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") \
+        + int.from_bytes(head[28:30], "little")
+    if start + numel * dt.itemsize > size or info.file_size != numel * dt.itemsize:
+        raise RuntimeError(f"PytorchStreamReader failed reading file {record}: the record is "
+                           f"truncated ({name})")
+    return np.memmap(path, dtype=dt, mode="c", offset=start, shape=(numel,)).view(np.ndarray)
+
+
 def _load_archive(zf: zipfile.ZipFile, name: str, map_location, weights_only: bool,
-                  pickle_load_args: dict) -> Any:
+                  encoding: str, mmap_path: str | None) -> Any:
     pkl = [n for n in zf.namelist() if n.endswith("data.pkl") and n.count("/") == 1]
     if not pkl:
         raise RuntimeError(f"PytorchStreamReader failed locating file data.pkl: file not found "
@@ -292,8 +318,13 @@ def _load_archive(zf: zipfile.ZipFile, name: str, map_location, weights_only: bo
         if not isinstance(stype, StorageType):
             raise pickle.UnpicklingError(f"unsupported storage type {stype!r}")
         if key not in loaded:
-            arr = np.empty(int(numel), dtype=stype.dtype.np)
-            _read_record(zf, f"{prefix}data/{key}", name, arr.view(np.uint8))
+            record, dt = f"{prefix}data/{key}", stype.dtype.np
+            arr = None
+            if mmap_path is not None and not big_endian:
+                arr = _mmap_record(zf, record, mmap_path, name, dt, int(numel))
+            if arr is None:
+                arr = np.empty(int(numel), dtype=dt)
+                _read_record(zf, record, name, arr.view(np.uint8))
             if big_endian:
                 arr = arr.byteswap()
             st = _LoadedStorage(arr)
@@ -306,7 +337,7 @@ def _load_archive(zf: zipfile.ZipFile, name: str, map_location, weights_only: bo
         return loaded[key]
 
     data = _read_record(zf, prefix + "data.pkl", name)
-    up = _Unpickler(io.BytesIO(data), weights_only, persistent_load)
+    up = _Unpickler(io.BytesIO(data), weights_only, persistent_load, encoding)
     try:
         return up.load()
     except pickle.UnpicklingError:
@@ -326,7 +357,8 @@ def load(f: FileLike, map_location=None, pickle_module: Any = None, *,
 
     ``weights_only=True`` (default) accepts only tensors, containers and plain values; pass
     ``weights_only=False`` for whole modules from a trusted source. ``map_location`` may be a
-    device, a string, a ``{saved: target}`` dict or ``fn(storage, location)``.
+    device, a string, a ``{saved: target}`` dict or ``fn(storage, location)``. ``mmap=True``
+    maps the storages from the file copy-on-write instead of reading them.
 
     >>> state = ember.load("model.pt")
     """
@@ -335,16 +367,19 @@ def load(f: FileLike, map_location=None, pickle_module: Any = None, *,
     if pickle_module is not None and pickle_module is not pickle and weights_only:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is "
                            "specified")
+    encoding = pickle_load_args.get("encoding", "utf-8")
     if isinstance(f, str | os.PathLike):
         name = os.fspath(f)
         with open(name, "rb") as fh:
             zf = _open_archive(fh, repr(name))
             with zf:
-                return _load_archive(zf, repr(name), map_location, weights_only,
-                                     pickle_load_args)
+                return _load_archive(zf, repr(name), map_location, weights_only, encoding,
+                                     name if mmap else None)
+    if mmap:
+        raise ValueError("f must be a file path in order to use the mmap argument")
     if not hasattr(f, "read"):
         raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a "
                              f"'read' attribute, got {type(f).__name__}")
     name = getattr(f, "name", None) or f"<{type(f).__name__}>"
     zf = _open_archive(f, str(name))
-    return _load_archive(zf, str(name), map_location, weights_only, pickle_load_args)
+    return _load_archive(zf, str(name), map_location, weights_only, encoding, None)

@@ -114,8 +114,8 @@ class _Pickler(pickle._Pickler):
 
     dispatch = pickle._Pickler.dispatch.copy()
 
-    def __init__(self, file) -> None:
-        super().__init__(file, protocol=2)
+    def __init__(self, file, protocol: int = 2) -> None:
+        super().__init__(file, protocol=protocol)
         self.storages: dict[int, _Storage] = {}
 
     def save_torch_global(self, obj) -> None:
@@ -185,9 +185,9 @@ class _Pickler(pickle._Pickler):
         return (_REBUILD_V2, args)
 
 
-def _dumps(obj) -> tuple[bytes, list[_Storage]]:
+def _dumps(obj, protocol: int = 2) -> tuple[bytes, list[_Storage]]:
     buf = io.BytesIO()
-    p = _Pickler(buf)
+    p = _Pickler(buf, protocol)
     p.dump(obj)
     return buf.getvalue(), list(p.storages.values())
 
@@ -245,7 +245,7 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
         raise NotImplementedError("ember.save supports only the standard pickle module")
     if not _use_new_zipfile_serialization:
         raise NotImplementedError("ember.save writes only the zip checkpoint format")
-    data_pkl, storages = _dumps(obj)
+    data_pkl, storages = _dumps(obj, pickle_protocol)
     if isinstance(f, str | os.PathLike):
         path = os.fspath(f)
         name = os.path.splitext(os.path.basename(path))[0] or "archive"

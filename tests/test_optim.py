@@ -347,3 +347,45 @@ def test_optimizer_with_nn_linear_matches_torch():
     for k, v in tm.state_dict().items():
         np.testing.assert_allclose(em.state_dict()[k].detach().numpy(), v.numpy(), rtol=1e-4,
                                    atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad"])
+@pytest.mark.parametrize("flag", ["foreach", "fused"])
+def test_foreach_and_fused_flags_same_numbers(name, flag):
+    kw = {"lr": 0.01, "weight_decay": 0.1, flag: True}
+    if name == "SGD":
+        kw["momentum"] = 0.9
+    ep, eopt = _run(ember, name, kw, "float64", steps=10)
+    tp, topt = _run(torch, name, kw, "float64", steps=10)
+    for e, t in zip(ep, tp):
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-6)
+    assert eopt.param_groups[0][flag] is True
+
+
+def test_differentiable_is_refused():
+    with pytest.raises(NotImplementedError, match="differentiable"):
+        ember.optim.SGD([ember.ones(1, requires_grad=True)], lr=0.1, differentiable=True)
+
+
+def test_capturable_refused_on_cpu_like_torch():
+    def fn(m):
+        p = m.ones(1, requires_grad=True)
+        p.grad = m.ones(1)
+        m.optim.Adam([p], capturable=True).step()
+    with pytest.raises(AssertionError) as te:
+        fn(torch)
+    with pytest.raises(AssertionError) as ee:
+        fn(ember)
+    assert str(te.value).split(":")[0] == str(ee.value).split(":")[0]
+
+
+def test_tensor_lr_matches_torch():
+    out = {}
+    for lib in (ember, torch):
+        p = lib.tensor([1.0, 2.0], requires_grad=True)
+        opt = lib.optim.Adam([p], lr=lib.tensor(0.01))
+        for _ in range(3):
+            p.grad = lib.tensor([0.5, -1.0])
+            opt.step()
+        out[lib.__name__] = p.detach().numpy().copy()
+    np.testing.assert_allclose(out["ember"], out["torch"], rtol=1e-6)

@@ -350,3 +350,27 @@ def test_unpicklable_object_does_not_touch_target(tmp_path):
         ember.save({"f": lambda: 0}, path)
     assert ember.load(path) == [1]
     assert os.listdir(tmp_path) == ["ckpt.pt"]
+
+
+def test_mmap_load_is_copy_on_write(tmp_path):
+    t = _plain_state(torch)
+    torch.save(t, tmp_path / "t.pt")
+    before = (tmp_path / "t.pt").read_bytes()
+    e = ember.load(tmp_path / "t.pt", mmap=True)
+    for k in t:
+        _same(e[k], t[k])
+    e["base"].add_(1)
+    assert e["col"].tolist() == (t["col"] + 1).tolist()  # views still share
+    assert (tmp_path / "t.pt").read_bytes() == before
+    with pytest.raises(ValueError, match="file path"):
+        ember.load(io.BytesIO(before), mmap=True)
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_other_pickle_protocols_load_in_torch(tmp_path, protocol):
+    ember.save({"w": ember.ones(2), "n": [1, "x"]}, tmp_path / "p.pt", pickle_protocol=protocol)
+    # torch's weights-only unpickler reads protocols 2 and 3 only (its own 4/5 files too).
+    t = torch.load(tmp_path / "p.pt", weights_only=protocol <= 3)
+    assert t["w"].tolist() == [1.0, 1.0] and t["n"] == [1, "x"]
+    assert ember.load(tmp_path / "p.pt")["n"] == [1, "x"]

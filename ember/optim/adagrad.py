@@ -11,8 +11,8 @@ from ember.optim.optimizer import (
     addcdiv_,
     addcmul_,
     bump_step,
+    check_flags,
     check_lr,
-    check_not_fused_and_foreach,
     grad_of,
     scalar_float,
     step_tensor,
@@ -51,7 +51,7 @@ class Adagrad(Optimizer):
                     "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
                     "fused": fused}
         super().__init__(params, defaults)
-        check_not_fused_and_foreach(fused, foreach, differentiable)
+        check_flags(fused, foreach, differentiable)
         # Unlike the others, Adagrad creates its state eagerly (as torch does).
         for group in self.param_groups:
             for p in group["params"]:

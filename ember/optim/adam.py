@@ -12,8 +12,8 @@ from ember.optim.optimizer import (
     addcmul_,
     bump_step,
     check_capturable,
+    check_flags,
     check_lr,
-    check_not_fused_and_foreach,
     grad_of,
     lerp_,
     scalar_float,
@@ -58,7 +58,7 @@ class Adam(Optimizer):
                     "capturable": capturable, "differentiable": differentiable, "fused": fused,
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
-        check_not_fused_and_foreach(fused, foreach, differentiable)
+        check_flags(fused, foreach, differentiable)
 
     def __setstate__(self, state) -> None:
         super().__setstate__(state)

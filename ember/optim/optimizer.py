@@ -332,12 +332,17 @@ def check_lr(lr) -> None:
         raise ValueError(f"Invalid learning rate: {lr}")
 
 
-def check_not_fused_and_foreach(fused, foreach, differentiable) -> None:
+def check_flags(fused, foreach, differentiable) -> None:
+    """torch's checks on the implementation flags (``fused``/``foreach`` are speed hints here:
+    ember runs the same NumPy update for all of them)."""
     if fused:
         if differentiable:
             raise RuntimeError("`fused` does not support `differentiable`")
         if foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if differentiable:
+        raise NotImplementedError("ember optimizers update parameters in place outside "
+                                  "autograd; differentiable=True is not supported")
 
 
 def check_capturable(group: dict) -> None:

@@ -12,6 +12,7 @@ from ember.optim.optimizer import (
     addcmul_,
     bump_step,
     check_capturable,
+    check_flags,
     check_lr,
     grad_of,
     lerp_,
@@ -50,6 +51,7 @@ class RMSprop(Optimizer):
                     "centered": centered, "weight_decay": weight_decay, "capturable": capturable,
                     "foreach": foreach, "maximize": maximize, "differentiable": differentiable}
         super().__init__(params, defaults)
+        check_flags(None, foreach, differentiable)
 
     def __setstate__(self, state) -> None:
         super().__setstate__(state)

@@ -8,8 +8,8 @@ from ember._tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
     add_scaled,
+    check_flags,
     check_lr,
-    check_not_fused_and_foreach,
     grad_of,
     scalar_float,
     touch,
@@ -42,7 +42,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-        check_not_fused_and_foreach(fused, foreach, differentiable)
+        check_flags(fused, foreach, differentiable)
 
     def step(self, closure=None):
         """Perform a single optimization step; returns ``closure()``'s loss if given."""
