@@ -17,6 +17,8 @@ from ember.autograd.anomaly_mode import warn_forward_trace
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import grad_accumulator
 
+_TRACE = graph.TRACE  # the same list object: one lookup per node on the hot path
+
 
 def _root_edge(t):
     if t._grad_fn is not None:
@@ -216,7 +218,7 @@ def _apply_tensor_hooks(node, nr: int, g):
 
 def _run_node(node, grads: list) -> tuple:
     """One node, in torch's order: tensor hooks, retain_grad, pre-hooks, backward, post-hooks."""
-    tr = graph.TRACE[0]
+    tr = _TRACE[0]
     if node._tensor_hooks:
         # Grouped by output, in order of each output's first hook; torch calls them even
         # for an output that received no gradient (with None).
