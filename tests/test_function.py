@@ -328,3 +328,46 @@ def test_float64_random_against_torch():
         y.backward(lib.ones(5, dtype=lib.float64) * 0.5)
         return y, x.grad
     both(body)
+
+
+def test_bad_gradient_values_match_torch():
+    msgs = []
+    for lib in (ember, torch):
+        class NonTensorGrad(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                return x * k
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2, g
+
+        class IntGrad(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return 5
+
+        class DoubleGrad(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g.double()
+
+        x = lib.ones(2, requires_grad=True)
+        out = []
+        for fn in (lambda: NonTensorGrad.apply(x, 3.0), lambda: IntGrad.apply(x)):
+            try:
+                fn().sum().backward()
+            except RuntimeError as e:
+                out.append(str(e))
+        DoubleGrad.apply(x).sum().backward()
+        out.append(str(x.grad.dtype).split(".")[-1])
+        msgs.append(out)
+    assert msgs[0] == msgs[1]

@@ -76,7 +76,24 @@ class BackwardCFunction(FunctionCtx, Node):
                 f"function {name} returned an incorrect number of gradients (expected "
                 f"{len(positions)}, got {len(out)})"
             )
-        return tuple(out[i] for i, is_tensor in enumerate(positions) if is_tensor)
+        return tuple(_check_grad(name, i, out[i], is_tensor, self._in_dtypes)
+                     for i, is_tensor in enumerate(positions) if is_tensor or out[i] is not None)
+
+
+def _check_grad(name: str, i: int, g, is_tensor: bool, dtypes: dict):
+    """A user backward's gradient for forward input ``i``: validated, cast as torch does."""
+    from ember._tensor import Tensor
+
+    if g is None:
+        return None
+    if not isinstance(g, Tensor):
+        raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
+    if not is_tensor:
+        raise RuntimeError(f"function {name} returned a gradient different than None at "
+                           f"position {i + 1}, but the corresponding forward input was not a "
+                           "Variable")
+    dt = dtypes[i]
+    return g if g.dtype is dt else g.to(dt)
 
 
 class FunctionMeta(type):
@@ -139,6 +156,7 @@ class Function(metaclass=FunctionMeta):
             if SAVED_HOOKS and node._saved:
                 node._saved = graph.pack_saved(node, node._saved)
             node._shapes = tuple(t.shape for t in tensors)  # user grads are checked/summed
+            node._in_dtypes = {i: a.dtype for i, a in enumerate(args) if isinstance(a, Tensor)}
             if graph.ANOMALY[0]:
                 node._anomaly = forward_stack()
         else:
