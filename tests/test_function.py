@@ -362,7 +362,7 @@ def test_bad_gradient_values_match_torch():
 
         x = lib.ones(2, requires_grad=True)
         out = []
-        for fn in (lambda: NonTensorGrad.apply(x, 3.0), lambda: IntGrad.apply(x)):
+        for fn in (lambda x=x: NonTensorGrad.apply(x, 3.0), lambda x=x: IntGrad.apply(x)):
             try:
                 fn().sum().backward()
             except RuntimeError as e:
