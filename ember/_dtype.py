@@ -185,7 +185,7 @@ class finfo:
         if not d.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use "
                             "torch.iinfo to handle 'torch.finfo'")
-        info = np.finfo(d.np)
+        info = _ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
         self.dtype = d.name
         self.bits = int(info.bits)
         self.eps = float(info.eps)

@@ -132,3 +132,6 @@ def test_bfloat16_when_ml_dtypes_is_installed():
     same(lambda m: m.tensor([1.5, 2.0], dtype=m.bfloat16))
     same(lambda m: m.finfo(m.bfloat16))
     same(lambda m: m.ones(2).bfloat16().type())
+    same(lambda m: m.promote_types(m.bfloat16, m.float16))
+    same(lambda m: m.randn(2, dtype=m.bfloat16).dtype)
+    same(lambda m: m.tensor([1.5], dtype=m.bfloat16).tolist())

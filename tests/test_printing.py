@@ -222,3 +222,22 @@ def test_hypothesis_int_vectors(values):
     t, e = both(lambda m: m.from_numpy(a.copy()).reshape(-1, 1) if len(values) % 2 else
                 m.from_numpy(a.copy()))
     assert e == t
+
+
+def test_parameter_reprs_reuse_tensor_repr():
+    def reprs(m):
+        class P2(m.nn.Parameter):
+            pass
+
+        return [repr(m.nn.Parameter(m.ones(2))),
+                repr(m.nn.Parameter(m.ones(2, dtype=m.float64), requires_grad=False)),
+                f"{m.nn.Parameter(m.tensor(1.5))}", repr(P2(m.ones(1)))]
+
+    assert reprs(ember) == [norm(s) for s in reprs(torch)]
+
+
+def test_bfloat16_printing_when_ml_dtypes_is_installed():
+    pytest.importorskip("ml_dtypes")
+    for vals in ([1.5, 2.0, 1e-5], [1.0, 3.0], [0.1, 0.2]):
+        t, e = both(lambda m, vals=vals: m.tensor(vals, dtype=m.bfloat16))
+        assert e == t
