@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig
 
 import ember
@@ -393,3 +394,33 @@ def test_nonzero_argwhere():
     check(lambda m, x: x.nonzero(as_tuple=True), np.array(3))
     check(lambda m, x: x.nonzero(), np.zeros((0, 2)))
     check(lambda m, x: (x > 0).nonzero(), arr(5), grad=False)
+
+
+def test_setitem_through_views_rebases_base_like_torch():
+    def fn(m, a, w):
+        b = a * 1
+        v = b[0]
+        v[1] = 5.0
+        v2 = b[:, 1]
+        v2[[0, 2]] = w[:2] * 3
+        out = m.zeros(3, 4)
+        r = out[1]
+        r[:2] = w[:2]
+        names = (v.grad_fn.name().split("::")[-1], b.grad_fn.name().split("::")[-1],
+                 r.grad_fn.name(), out.requires_grad, b._version == v2._version == 2)
+        return b * b + out * v2[:, None], names
+    check(lambda m, a, w: fn(m, a, w)[0], arr(3, 4), arr(3))
+    en = fn(ember, ember.ones(3, 4, requires_grad=True), ember.ones(3, requires_grad=True))[1]
+    tn = fn(torch, torch.ones(3, 4, requires_grad=True), torch.ones(3, requires_grad=True))[1]
+    assert en == tn
+
+
+def test_setitem_through_view_fd_and_gradgrad():
+    def fn(a, w):
+        b = a * 1
+        b[1][::2] = w * w
+        c = b.t()
+        c[0, 1:] = w[0]
+        return b * c.t()
+    fd_check(fn, arr(3, 4), arr(2))
+    gradgrad_check(fn, arr(3, 4), arr(2))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
@@ -25,7 +26,13 @@ _ZERO_DIM = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or 
 def _np_steps(a: np.ndarray, steps: tuple) -> np.ndarray:
     """Apply parsed basic steps (select / slice / unsqueeze) to an array: always a view."""
     for kind, dim, arg in steps:
-        a = np.expand_dims(a, dim) if kind == 2 else a[(slice(None),) * dim + (arg, Ellipsis)]
+        if kind == 3:  # a region of the flat array (a write through a view of a base)
+            off, shape, strides = arg
+            a = as_strided(a.reshape(-1)[off:], shape, tuple(s * a.itemsize for s in strides))
+        elif kind == 2:
+            a = np.expand_dims(a, dim)
+        else:
+            a = a[(slice(None),) * dim + (arg, Ellipsis)]
     return a
 
 
@@ -357,9 +364,9 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
         _assign(_np_steps(x._data, steps), key[1], v._data, accumulate)
         x._vc[0] += 1
         return x
-    if x._base is not None and x._base._rg:
-        raise NotImplementedError("ember: in-place writes into a view of a tensor that requires "
-                                  "grad are not supported yet; write into the base tensor")
+    base = x._base
+    if base is not None and (x._rg or not base._rg):
+        return _write_through_view(x, base, steps, key[1], v, accumulate)
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
     # torch: a write through a view of x (any basic step) rebases x onto CopySlices.
@@ -368,6 +375,50 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
     x._grad_fn, x._output_nr, x._rg = res._grad_fn, 0, True
     x._vc[0] += 1
     return x
+
+
+def _region(xa: np.ndarray, ba: np.ndarray):
+    """Where view ``xa`` sits in C-contiguous ``ba``: (element offset, shape, element strides)."""
+    isz = ba.itemsize
+    off = xa.__array_interface__["data"][0] - ba.__array_interface__["data"][0]
+    if not ba.flags.c_contiguous or off % isz or any(s % isz for s in xa.strides):
+        return None
+    return off // isz, xa.shape, tuple(s // isz for s in xa.strides)
+
+
+def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv, v: Tensor,
+                        accumulate: bool) -> Tensor:
+    """An autograd-recorded write into a view: as torch, the base's history is rebased onto a
+    CopySlices node and the view becomes an as_strided view of the new base."""
+    region = _region(x._data, base._data)
+    if region is None:
+        raise NotImplementedError("ember: in-place writes into a view of a non-contiguous tensor "
+                                  "that requires grad are not supported; write into the base")
+    src = Tensor._make(base._data, base._grad_fn, base._output_nr)
+    src._rg = base._rg
+    res = CopySlices.apply(src, v, key=(((3, None, region), *steps), adv),
+                           accumulate=accumulate)
+    base._grad_fn, base._output_nr, base._rg = res._grad_fn, 0, True
+    x._vc[0] += 1
+    view = AsStrided.apply(base, region=region)
+    x._grad_fn, x._output_nr, x._rg = view._grad_fn, 0, True
+    return x
+
+
+class AsStrided(Op):
+    """A view of ``x`` given by (offset, shape, strides) in elements."""
+
+    node_name = "AsStridedBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, region=None):
+        ctx.shape, ctx.step = x.shape, (3, None, region)
+        return _np_steps(x, (ctx.step,))
+
+    @staticmethod
+    def backward(ctx, g):
+        return IndexGrad.apply(g, key=((ctx.step,), None), shape=ctx.shape)
 
 
 def setitem(x: Tensor, key, value) -> None:
