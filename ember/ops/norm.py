@@ -41,14 +41,18 @@ class _Norm(Op):
         gshape, sdims, ashape, _ = geom
         xg = x.reshape(gshape) if gshape else x
         if stats is None:
-            xc, mean, var, invstd = _stats(xg, sdims, eps)
-            y = xc * invstd
+            y, mean, var, invstd = _stats(xg, sdims, eps)  # y holds x - mean, in place below
         else:  # batch norm in eval mode: the running statistics are constants
             mean, var = stats
             invstd = 1.0 / np.sqrt(var + np.asarray(eps, dtype=x.dtype))
-            y = (xg - mean) * invstd
-        y = y.reshape(x.shape)
-        y *= w.reshape(ashape)
+            y = xg - mean
+        if gshape is None and ashape is not None and sdims == geom[3]:
+            # Per-channel affine (batch norm): fold invstd into the scale, two passes.
+            y *= invstd * w.reshape(ashape)
+        else:
+            y *= invstd
+            y = y.reshape(x.shape)
+            y *= w.reshape(ashape)
         y += b.reshape(ashape)
         ctx.geom, ctx.eps, ctx.fixed = geom, eps, stats is not None
         ctx.mean, ctx.invstd = mean, invstd
@@ -60,6 +64,8 @@ class _Norm(Op):
         need = ctx.needs_input_grad
         gshape, sdims, ashape, pdims = ctx.geom
         xg = x.reshape(gshape) if gshape else x
+        if not STATE.enabled and not ctx.fixed and gshape is None and sdims == pdims:
+            return _batch_norm_backward_fast(ctx, g, x, w, need)
         if STATE.enabled and not ctx.fixed:
             mean = xg.mean(sdims, keepdim=True)
             xc = xg - mean
@@ -82,6 +88,25 @@ class _Norm(Op):
                                - xh * (gh * xh).mean(sdims, keepdim=True))
                 gx = gx.reshape(x.shape)
         return gx, gw, gb
+
+
+def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor, need) -> tuple:
+    """First-order batch-norm backward with per-channel coefficients (fewer passes):
+    ``gx = a * g + k * x + c``. Only used without create_graph (statistics are constants)."""
+    _, dims, ashape, _ = ctx.geom
+    mean, invstd = Tensor._make(ctx.mean), Tensor._make(ctx.invstd)
+    m = x.numel() // w.numel()
+    sum_g = g.sum(dims, keepdim=True)
+    sum_gxhat = (g * (x - mean)).sum(dims, keepdim=True) * invstd
+    gx = None
+    if need[0]:
+        a = w.reshape(ashape) * invstd
+        k = a * invstd * sum_gxhat * (-1.0 / m)
+        c = a * sum_g * (-1.0 / m) - k * mean
+        gx = g * a + (x * k + c)
+    gw = sum_gxhat.reshape(w.shape) if need[1] else None
+    gb = sum_g.reshape(w.shape) if need[2] else None
+    return gx, gw, gb
 
 
 class NativeBatchNorm(_Norm):
