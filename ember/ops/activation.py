@@ -13,6 +13,7 @@ import numpy as np
 
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
 from ember.ops._promote import cast, float_arg
 from ember.ops.pointwise import sigmoid, where
 
@@ -27,9 +28,9 @@ def _const(mask: np.ndarray, like: np.ndarray) -> Tensor:
 
 def _stable_shift(x: np.ndarray, dim: int) -> np.ndarray:
     m = x.max(axis=dim, keepdims=True)
-    # All -inf rows would give nan from (-inf) - (-inf); torch returns nan there too, but an
-    # infinite max must not poison finite rows.
-    m[~np.isfinite(m)] = 0
+    # An infinite max (an all -inf row) must not turn the row into nan by (-inf) - (-inf).
+    if not np.isfinite(m).all():
+        m[~np.isfinite(m)] = 0
     return x - m
 
 
@@ -49,6 +50,10 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
+        if not STATE.enabled:  # first-order backward: one fused NumPy expression
+            gy = g._data * y._data
+            gy -= y._data * gy.sum(axis=ctx.dim, keepdims=True)
+            return Tensor._make(gy)
         gy = g * y
         return gy - y * gy.sum(ctx.dim, keepdim=True)
 
@@ -69,6 +74,9 @@ class LogSoftmax(Op):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
+        if not STATE.enabled:  # first-order backward: one fused NumPy expression
+            gd = g._data
+            return Tensor._make(gd - np.exp(y._data) * gd.sum(axis=ctx.dim, keepdims=True))
         return g - y.exp() * g.sum(ctx.dim, keepdim=True)
 
 

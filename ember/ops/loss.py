@@ -10,6 +10,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
 from ember.ops.activation import LogSigmoid
 from ember.ops.pointwise import sigmoid, where
 
@@ -40,36 +41,52 @@ class NllLoss(Op):
         xa = x if x.ndim > 1 else x[None]
         t = target if x.ndim > 1 else target.reshape(1)
         valid = t != ignore_index
-        tc = np.where(valid, t, 0)
-        bad = (tc < 0) | (tc >= xa.shape[1])
-        if bad.any():
+        all_valid = bool(valid.all())
+        tc = t if all_valid else np.where(valid, t, 0)
+        if tc.size and (tc.min() < 0 or tc.max() >= xa.shape[1]):
+            bad = (tc < 0) | (tc >= xa.shape[1])
             raise IndexError(f"Target {int(tc[bad].flat[0])} is out of bounds.")
-        w = (weight[tc] if weight is not None else np.ones(tc.shape, x.dtype)) * valid
-        w = w.astype(x.dtype, copy=False)
-        picked = np.take_along_axis(xa, tc[:, None], axis=1)[:, 0]
-        loss = -picked * w
+        rows = np.arange(tc.shape[0]) if xa.ndim == 2 else None
+        picked = xa[rows, tc] if rows is not None else \
+            np.take_along_axis(xa, tc[:, None], axis=1)[:, 0]
+        # Per-element weights; None means all ones (the common, fast case).
+        if weight is not None:
+            w = weight[tc].astype(x.dtype, copy=False)
+            w = w if all_valid else w * valid
+        else:
+            w = None if all_valid else valid.astype(x.dtype)
+        loss = -picked if w is None else -picked * w
         if reduction == "mean":
-            denom = w.sum(dtype=x.dtype)
-            coef = -w / denom if denom != 0 else np.zeros_like(w)  # torch: zero grad
+            denom = np.asarray(tc.size if w is None else w.sum(dtype=x.dtype), dtype=x.dtype)
+            neg = -w if w is not None else np.asarray(-1, x.dtype)
+            # torch gives a zero gradient (and a nan loss) when every target is ignored.
+            coef = neg / denom if denom != 0 else np.zeros_like(neg)
             with np.errstate(invalid="ignore", divide="ignore"):
                 out = loss.sum(dtype=x.dtype) / denom
         elif reduction == "sum":
-            coef, out = -w, loss.sum(dtype=x.dtype)
+            coef, out = (-w if w is not None else np.asarray(-1, x.dtype)), loss.sum(dtype=x.dtype)
         else:
-            coef, out = -w, (loss if x.ndim > 1 else loss.reshape(target.shape))
-        ctx.tc, ctx.coef, ctx.xshape, ctx.reduction = tc, coef, x.shape, reduction
+            coef = -w if w is not None else np.asarray(-1, x.dtype)
+            out = loss if x.ndim > 1 else loss.reshape(target.shape)
+        ctx.tc, ctx.rows, ctx.coef, ctx.xshape = tc, rows, coef, x.shape
+        ctx.reduction = reduction
         return np.asarray(out, dtype=x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        tc = ctx.tc
+        tc, coef = ctx.tc, ctx.coef
         xshape = ctx.xshape if len(ctx.xshape) > 1 else (1, *ctx.xshape)
-        m = np.zeros(xshape, dtype=ctx.coef.dtype)
-        np.put_along_axis(m, tc[:, None], ctx.coef[:, None], axis=1)
-        mask = Tensor._make(m.reshape(ctx.xshape))
-        if ctx.reduction == "none" and len(ctx.xshape) > 1:
-            g = g.unsqueeze(1)
-        return g * mask
+        m = np.zeros(xshape, dtype=coef.dtype)
+        if ctx.rows is not None:
+            m[ctx.rows, tc] = coef
+        else:
+            np.put_along_axis(m, tc[:, None], np.broadcast_to(coef, tc.shape)[:, None], axis=1)
+        m = m.reshape(ctx.xshape)
+        per_element = ctx.reduction == "none" and len(ctx.xshape) > 1
+        if not STATE.enabled:  # first-order backward: scale the mask in place
+            m *= g._data[:, None] if per_element else g._data
+            return Tensor._make(m)
+        return (g.unsqueeze(1) if per_element else g) * Tensor._make(m)
 
 
 class MseLoss(Op):
