@@ -7,14 +7,14 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
-    add_scaled,
     addcdiv_,
     addcmul_,
     bump_step,
     check_flags,
     check_lr,
-    grad_of,
+    effective_grad,
     scalar_float,
+    scratch_of,
     step_tensor,
     steps_to_tensors,
     touch,
@@ -72,6 +72,7 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step; returns ``closure()``'s loss if given."""
         loss = self._closure_loss(closure)
+        tmp = scratch_of(self)
         for group in self.param_groups:
             lr, lr_decay = scalar_float(group["lr"]), group["lr_decay"]
             wd, eps = group["weight_decay"], group["eps"]
@@ -80,15 +81,14 @@ class Adagrad(Optimizer):
                     continue
                 state = self._init_state(p, group)
                 step = bump_step(state)
-                g = grad_of(p, group["maximize"])
-                if wd != 0:
-                    g = add_scaled(g, p._data, wd)
+                g = effective_grad(p, group["maximize"], wd, tmp)
                 clr = lr / (1 + (step - 1) * lr_decay)
+                t0, std = tmp(g, 0), tmp(g, 1)
                 s = state["sum"]
-                addcmul_(s._data, g, g, 1)
+                addcmul_(s._data, g, g, 1, t0)
                 touch(s)
-                std = np.sqrt(s._data)
+                np.sqrt(s._data, out=std)
                 std += eps
-                addcdiv_(p._data, g, std, -clr)
+                addcdiv_(p._data, g, std, -clr, t0)
                 touch(p)
         return loss

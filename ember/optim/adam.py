@@ -7,16 +7,16 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
-    add_scaled,
     addcdiv_,
     addcmul_,
     bump_step,
     check_capturable,
     check_flags,
     check_lr,
-    grad_of,
+    effective_grad,
     lerp_,
     scalar_float,
+    scratch_of,
     step_tensor,
     steps_to_tensors,
     touch,
@@ -77,27 +77,27 @@ class Adam(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step; returns ``closure()``'s loss if given."""
         loss = self._closure_loss(closure)
+        tmp = scratch_of(self)
         for group in self.param_groups:
             check_capturable(group)
             beta1, beta2 = (scalar_float(b) for b in group["betas"])
             lr, eps = scalar_float(group["lr"]), group["eps"]
             wd = scalar_float(group["weight_decay"])
+            decoupled = group["decoupled_weight_decay"]
             for p in group["params"]:
                 if p._grad is None:
                     continue
                 state = self._init_state(p, group)
-                g = grad_of(p, group["maximize"])
                 step = bump_step(state)
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        p._data *= 1 - lr * wd
-                        touch(p)
-                    else:
-                        g = add_scaled(g, p._data, wd)
+                if wd != 0 and decoupled:
+                    p._data *= 1 - lr * wd
+                    touch(p)
+                g = effective_grad(p, group["maximize"], 0 if decoupled else wd, tmp)
+                t0, t1 = tmp(g, 0), tmp(g, 1)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                lerp_(exp_avg._data, g, 1 - beta1)
+                lerp_(exp_avg._data, g, 1 - beta1, t0)
                 exp_avg_sq._data *= beta2
-                addcmul_(exp_avg_sq._data, g, g, 1 - beta2)
+                addcmul_(exp_avg_sq._data, g, g, 1 - beta2, t0)
                 touch(exp_avg)
                 touch(exp_avg_sq)
                 bias_correction1 = 1 - beta1**step
@@ -110,9 +110,9 @@ class Adam(Optimizer):
                     np.maximum(mx._data, second, out=mx._data)
                     touch(mx)
                     second = mx._data
-                denom = np.sqrt(second)
+                denom = np.sqrt(second, out=t1)
                 denom /= bias_correction2_sqrt
                 denom += eps
-                addcdiv_(p._data, exp_avg._data, denom, -step_size)
+                addcdiv_(p._data, exp_avg._data, denom, -step_size, t0)
                 touch(p)
         return loss

@@ -375,36 +375,75 @@ def steps_to_tensors(opt: Optimizer) -> None:
                 st["step"] = step_tensor(float(st["step"]))
 
 
-def grad_of(p: Tensor, maximize: bool) -> np.ndarray:
-    """The gradient array to use for ``p`` (negated, as a new array, when maximizing)."""
+class Scratch:
+    """Reusable work arrays, one per (shape, dtype, slot): a step allocates nothing after the
+    first. Kept on the optimizer but outside ``state`` (so never in a state dict or pickle)."""
+
+    def __init__(self) -> None:
+        self.bufs: dict = {}
+
+    def __call__(self, like: np.ndarray, slot: int) -> np.ndarray:
+        key = (like.shape, like.dtype, slot)
+        buf = self.bufs.get(key)
+        if buf is None:
+            buf = self.bufs[key] = np.empty(like.shape, like.dtype)
+        return buf
+
+
+def scratch_of(opt: Optimizer) -> Scratch:
+    s = opt.__dict__.get("_scratch")
+    if s is None:
+        s = opt.__dict__["_scratch"] = Scratch()
+    return s
+
+
+def effective_grad(p: Tensor, maximize: bool, weight_decay: float, tmp: Scratch) -> np.ndarray:
+    """``-grad`` if maximizing, plus ``weight_decay * param`` (torch's ``grad.add(p, alpha)``);
+    written into scratch arrays, never into ``p.grad``."""
     g = p._grad._data
-    return np.negative(g) if maximize else g
+    if maximize:
+        g = np.negative(g, out=tmp(g, 2))
+    if weight_decay != 0:
+        out = tmp(g, 3)
+        np.multiply(p._data, weight_decay, out=out)
+        out += g
+        g = out
+    return g
 
 
-def add_scaled(a: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:
-    """torch's ``a.add(b, alpha=alpha)`` as a new array (``a + alpha * b``, dtype kept)."""
-    return a + alpha * b
-
-
-def lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
+def lerp_(a: np.ndarray, b: np.ndarray, w: float, tmp: np.ndarray) -> None:
     """In-place ``a.lerp_(b, w)`` with torch's two-sided formula (exact at w near 0 and 1)."""
+    np.subtract(b, a, out=tmp)
     if abs(w) < 0.5:
-        a += w * (b - a)
+        tmp *= w
+        a += tmp
     else:
-        np.subtract(b, (b - a) * (1 - w), out=a)
+        tmp *= 1 - w
+        np.subtract(b, tmp, out=a)
 
 
-def addcmul_(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float) -> None:
+def addcmul_(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float,
+             tmp: np.ndarray) -> None:
     """In-place ``a + value * t1 * t2`` (torch's addcmul_ evaluation order)."""
-    tmp = t1 * value
+    np.multiply(t1, value, out=tmp)
     tmp *= t2
     a += tmp
 
 
-def addcdiv_(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float) -> None:
+def addcdiv_(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float,
+             tmp: np.ndarray) -> None:
     """In-place ``a + value * t1 / t2`` (torch's addcdiv_ evaluation order)."""
-    tmp = t1 * value
+    np.multiply(t1, value, out=tmp)
     tmp /= t2
+    a += tmp
+
+
+def add_(a: np.ndarray, b: np.ndarray, alpha: float, tmp: np.ndarray) -> None:
+    """In-place ``a.add_(b, alpha=alpha)``."""
+    if alpha == 1:  # exact shortcut: one pass instead of two
+        a += b
+        return
+    np.multiply(b, alpha, out=tmp)
     a += tmp
 
 

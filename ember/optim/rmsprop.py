@@ -7,16 +7,17 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
-    add_scaled,
+    add_,
     addcdiv_,
     addcmul_,
     bump_step,
     check_capturable,
     check_flags,
     check_lr,
-    grad_of,
+    effective_grad,
     lerp_,
     scalar_float,
+    scratch_of,
     step_tensor,
     steps_to_tensors,
     touch,
@@ -71,6 +72,7 @@ class RMSprop(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step; returns ``closure()``'s loss if given."""
         loss = self._closure_loss(closure)
+        tmp = scratch_of(self)
         for group in self.param_groups:
             check_capturable(group)
             lr, alpha, eps = scalar_float(group["lr"]), group["alpha"], group["eps"]
@@ -79,31 +81,30 @@ class RMSprop(Optimizer):
                 if p._grad is None:
                     continue
                 state = self._init_state(p, group)
-                g = grad_of(p, group["maximize"])
+                g = effective_grad(p, group["maximize"], wd, tmp)
                 bump_step(state)
-                if wd != 0:
-                    g = add_scaled(g, p._data, wd)
+                t0, avg = tmp(g, 0), tmp(g, 1)
                 sq = state["square_avg"]
                 sq._data *= alpha
-                addcmul_(sq._data, g, g, 1 - alpha)
+                addcmul_(sq._data, g, g, 1 - alpha, t0)
                 touch(sq)
                 if group["centered"]:
                     ga = state["grad_avg"]
-                    lerp_(ga._data, g, 1 - alpha)
+                    lerp_(ga._data, g, 1 - alpha, t0)
                     touch(ga)
-                    avg = sq._data.copy()
-                    addcmul_(avg, ga._data, ga._data, -1)
+                    np.copyto(avg, sq._data)
+                    addcmul_(avg, ga._data, ga._data, -1, t0)
                     np.sqrt(avg, out=avg)
                 else:
-                    avg = np.sqrt(sq._data)
+                    np.sqrt(sq._data, out=avg)
                 avg += eps
                 if momentum > 0:
                     buf = state["momentum_buffer"]
                     buf._data *= momentum
-                    addcdiv_(buf._data, g, avg, 1)
+                    addcdiv_(buf._data, g, avg, 1, t0)
                     touch(buf)
-                    p._data += -lr * buf._data
+                    add_(p._data, buf._data, -lr, t0)
                 else:
-                    addcdiv_(p._data, g, avg, -lr)
+                    addcdiv_(p._data, g, avg, -lr, t0)
                 touch(p)
         return loss

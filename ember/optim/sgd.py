@@ -7,11 +7,12 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
-    add_scaled,
+    add_,
     check_flags,
     check_lr,
-    grad_of,
+    effective_grad,
     scalar_float,
+    scratch_of,
     touch,
 )
 
@@ -47,6 +48,7 @@ class SGD(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step; returns ``closure()``'s loss if given."""
         loss = self._closure_loss(closure)
+        tmp = scratch_of(self)
         for group in self.param_groups:
             lr = scalar_float(group["lr"])
             wd = scalar_float(group["weight_decay"])
@@ -54,9 +56,7 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p._grad is None:
                     continue
-                g = grad_of(p, group["maximize"])
-                if wd != 0:
-                    g = add_scaled(g, p._data, wd)
+                g = effective_grad(p, group["maximize"], wd, tmp)
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
@@ -66,9 +66,15 @@ class SGD(Optimizer):
                     else:
                         b = buf._data
                         b *= momentum
-                        b += (1 - dampening) * g
+                        add_(b, g, 1 - dampening, tmp(b, 0))
                         touch(buf)
-                    g = add_scaled(g, buf._data, momentum) if group["nesterov"] else buf._data
-                p._data += -lr * g
+                    if group["nesterov"]:
+                        nest = tmp(g, 1)
+                        np.multiply(buf._data, momentum, out=nest)
+                        nest += g
+                        g = nest
+                    else:
+                        g = buf._data
+                add_(p._data, g, -lr, tmp(g, 0))
                 touch(p)
         return loss
