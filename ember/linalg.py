@@ -15,8 +15,8 @@ from ember.autograd.function import Op
 from ember.ops.linalg import matmul
 from ember.ops.reduction_norm import vector_norm
 
-__all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "solve",
-           "svdvals", "matmul", "vecdot", "multi_dot"]
+__all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet",
+           "solve", "svdvals", "matrix_power", "matmul", "vecdot", "multi_dot"]
 
 
 class LinAlgError(RuntimeError):
@@ -103,6 +103,60 @@ def det(A: Tensor) -> Tensor:
     """Determinant of a square matrix (or batch of them)."""
     _square("linalg.det", A)
     return LinalgDet.apply(A)
+
+
+class LinalgSlogdet(Op):
+    node_name = "LinalgSlogdetBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, a):
+        sign, logabs = np.linalg.slogdet(a)
+        return sign.astype(a.dtype), logabs.astype(a.dtype)
+
+    @staticmethod
+    def backward(ctx, g_sign, g_logabs):
+        (a,) = ctx.saved_tensors
+        if g_logabs is None:  # the sign is piecewise constant
+            return a * 0.0
+        return g_logabs.unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+
+
+def slogdet(A: Tensor):
+    """``(sign, log|det|)`` of square matrices, as a ``linalg_slogdet`` named tuple."""
+    from ember import return_types
+
+    _square("linalg.slogdet", A)
+    return return_types.linalg_slogdet(*LinalgSlogdet.apply(A))
+
+
+def logdet(A: Tensor) -> Tensor:
+    """``log(det(A))``: NaN for a negative determinant, -inf for a singular matrix."""
+    sign, logabs = slogdet(A)
+    from ember.ops.pointwise import where
+
+    return where(sign < 0, float("nan"), logabs)
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """``A`` multiplied by itself ``n`` times (``inv(A)`` powers for negative ``n``)."""
+    _square("linalg.matrix_power", A)
+    if n == 0:
+        from ember._creation import eye
+
+        return eye(A.shape[-1], dtype=A.dtype).expand(A.shape).clone()
+    if n == 1:
+        return A.clone()
+    if n < 0:
+        A, n = inv(A), -n
+    out, base = None, A
+    while n:  # binary exponentiation: O(log n) products
+        if n & 1:
+            out = base if out is None else matmul(out, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return out
 
 
 def _is_vector_rhs(a: Tensor, b: Tensor) -> bool:

@@ -104,6 +104,17 @@ def test_integer_products():
      "contracted dimensions need to match, but first has size 3 in dim -1 and second has size "
      "4 in dim 0"),
     (lambda m, a: m.trace(a), [(2, 3, 3)], "trace: expected a matrix"),
+    (lambda m, c, a, b: m.addmm(c, a, b), [(4,), (2, 3), (3, 3)],
+     "The expanded size of the tensor (3) must match the existing size (4)"),
+    (lambda m, c, a, b: m.addmm(c, a, b), [(2, 3, 1), (2, 3), (3, 3)], None),
+    (lambda m, c, a, b: m.addmv(c, a, b), [(4,), (2, 3), (3,)],
+     "size mismatch, got input (4), mat (2x3), vec (3)"),
+    (lambda m, c, a, b: m.addmv(c, a, b), [(1, 2), (2, 3), (3,)],
+     "vector + matrix @ vector expected, got 2, 2, 1"),
+    (lambda m, c, a, b: m.baddbmm(c, a, b), [(2, 3, 4), (2, 3, 4), (2, 4, 5)],
+     "must match the existing size"),
+    (lambda m, c, a, b: m.addbmm(c, a, b), [(3, 4), (2, 3, 4), (2, 4, 3)],
+     "The expanded size of the tensor (3) must match the existing size (4)"),
 ])
 def test_product_errors(fn, shapes, match):
     check_error(fn, *[arr(*s) for s in shapes], match=match)
@@ -393,3 +404,23 @@ def matmul_shapes(draw):
 def test_matmul_broadcast_property(shapes):
     sa, sb = shapes
     check(lambda m, a, b: a @ b, arr(*sa), arr(*sb))
+
+
+def test_slogdet_logdet_matrix_power():
+    a = well_conditioned(3, 3)
+    neg = a.copy()
+    neg[0] *= -1
+    for fn in [lambda m, x: m.linalg.slogdet(x), lambda m, x: m.slogdet(x),
+               lambda m, x: m.logdet(x), lambda m, x: m.linalg.matrix_power(x, 3),
+               lambda m, x: m.matrix_power(x, -2), lambda m, x: m.linalg.matrix_power(x, 1)]:
+        e, t = check(fn, a, atol=1e-4)
+        eo, to = (e[1], t[1]) if isinstance(e, tuple) else (e, t)
+        assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
+        assert type(e).__name__ == type(t).__name__
+    check(lambda m, x: m.logdet(x), neg, grad=False)
+    check(lambda m, x: m.linalg.matrix_power(x, 0), a, grad=False)
+    check(lambda m, x: m.linalg.slogdet(x), np.stack([a, neg]), atol=1e-4)
+    a64 = well_conditioned(3, 3, dtype="float64")
+    fd_check(lambda t: ember.linalg.slogdet(t)[1], a64)
+    gradgrad_check(lambda t: ember.logdet(t), a64)
+    gradgrad_check(lambda t: ember.linalg.matrix_power(t, 3), a64)

@@ -310,3 +310,33 @@ def test_reduce_random_dims_property(shape, data, keepdim):
     check(lambda m, x: x.logsumexp(dims, keepdim=keepdim), x)
     check(lambda m, x: m.var(x, dims, keepdim=keepdim, correction=0), x)
     check(lambda m, x: m.linalg.vector_norm(x, 3, dims, keepdim), x)
+
+
+def test_aminmax():
+    x = arr(3, 4)
+    for fn in [lambda m, x: m.aminmax(x), lambda m, x: m.aminmax(x, dim=1),
+               lambda m, x: x.aminmax(dim=0, keepdim=True), lambda m, x: m.aminmax(x)[1] * 2]:
+        e, t = check(fn, x)
+        e, t = (e[0], t[0]) if isinstance(e, tuple) else (e, t)
+        assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+    assert repr(ember.aminmax(ember.tensor([1.0, 2.0]))).startswith(
+        "ember.return_types.aminmax(\nmin=tensor(1.)")
+    check_error(lambda m, x: m.aminmax(x[:0]), x, match="cannot compute aminmax over an empty")
+    check_error(lambda m, x: m.aminmax(x[:0], dim=0), x, match="to have non-zero size")
+    fd_check(lambda t: ember.aminmax(t, dim=1)[0] * ember.aminmax(t, dim=1)[1], x.astype(float))
+
+
+@pytest.mark.parametrize("kind", list(INPUTS))
+def test_logcumsumexp(kind):
+    same_grad_fn(lambda m, x: x.logcumsumexp(-1), INPUTS[kind]())
+    same_grad_fn(lambda m, x: m.logcumsumexp(x, 0), INPUTS[kind]())
+
+
+def test_logcumsumexp_stable_and_fd():
+    big = np.array([[1000.0, 1001.0, -1000.0], [-1e4, 0.0, 5.0]], dtype=np.float32)
+    check(lambda m, x: x.logcumsumexp(1), big)
+    check_error(lambda m, x: x.logcumsumexp(1), arr(2, 3, dtype="int64", high=3),
+                match="not implemented for 'Long'")
+    x = arr(3, 4, dtype="float64")
+    fd_check(lambda t: t.logcumsumexp(1), x)
+    gradgrad_check(lambda t: t.logcumsumexp(0), x)

@@ -158,3 +158,18 @@ def test_fd_and_gradgrad(fn):
 def test_noncontig_helpers_used():
     check(lambda m, x: x.sort(0), noncontig(3, 4))
     check(lambda m, x: x.topk(2, 0), negstride(4, 3))
+
+
+def test_nanmedian():
+    x = np.array([[1.0, np.nan, 3.0, 2.0], [np.nan] * 4, [4.0, -1.0, np.nan, 0.5]],
+                 dtype=np.float32)
+    some = x[[0, 2]]  # the index in an all-NaN row is unspecified
+    for fn in [lambda m, x: x.nanmedian(), lambda m, x: x.nanmedian(1),
+               lambda m, x: m.nanmedian(x, 0, keepdim=True), lambda m, x: x[0].nanmedian(0)]:
+        e, t = check(fn, some)
+        assert _name(e) == _name(t)
+    check(lambda m, x: x.nanmedian(), x)
+    check(lambda m, x: x.nanmedian(1).values, x, grad=False)
+    check(lambda m, x: x.nanmedian(1), distinct(3, 5))
+    check(lambda m, x: x.nanmedian(), np.array(2.0, dtype=np.float32))
+    fd_check(lambda t: t.nanmedian(1).values ** 2, distinct(3, 4, dtype="float64"))

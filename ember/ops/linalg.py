@@ -44,6 +44,20 @@ def _mm_shapes(a: Tensor, b: Tensor) -> None:
             f"{b.shape[0]}x{b.shape[1]})")
 
 
+def _check_input(t: Tensor, shape: tuple) -> None:
+    """The added ``input`` of addmm-style ops must expand to the product's shape."""
+    if t._data.shape == shape:
+        return
+    lead = len(shape) - t.ndim
+    for i, s in enumerate(shape):
+        cur = t._data.shape[i - lead] if i >= lead else 1
+        if lead < 0 or cur != 1 and cur != s:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
+                f"non-singleton dimension {i}.  Target sizes: {list(shape)}.  Tensor sizes: "
+                f"{list(t.shape)}")
+
+
 class Mm(Op):
     node_name = "MmBackward0"
     saves = (0, 1)
@@ -102,6 +116,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
         raise RuntimeError("mat1 must be a matrix" if mat1.ndim != 2 else "mat2 must be a matrix")
     _mm_shapes(mat1, mat2)
     _same_dtype(mat1, mat2, "mm")
+    _check_input(input, (mat1.shape[0], mat2.shape[1]))
     return Addmm.apply(input, mat1, mat2, beta=beta, alpha=alpha)
 
 
@@ -162,12 +177,14 @@ class Mv(Op):
         return ga, (a.t().mv(g) if need[1] else None)
 
 
-def _mv_args(a: Tensor, v: Tensor, n: int | None = None) -> None:
-    if a.ndim != 2 or v.ndim != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {1}, {a.ndim}, {v.ndim}")
-    if a.shape[1] != v.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({a.shape[0] if n is None else n}), mat "
-                           f"({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})")
+def _mv_args(a: Tensor, v: Tensor, inp: Tensor | None = None) -> None:
+    n_in = 1 if inp is None else inp.ndim
+    if a.ndim != 2 or v.ndim != 1 or n_in > 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {n_in}, {a.ndim}, {v.ndim}")
+    n = a.shape[0] if inp is None or inp.ndim == 0 else inp.shape[0]
+    if a.shape[1] != v.shape[0] or n not in (1, a.shape[0]):
+        raise RuntimeError(f"size mismatch, got input ({n}), mat ({a.shape[0]}x{a.shape[1]}), "
+                           f"vec ({v.shape[0]})")
     if a._data.dtype != v._data.dtype:
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_cap(v)}, "
                            f"{_cap(a)}, and {_cap(v)}")
@@ -204,7 +221,7 @@ class Addmv(Op):
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
-    _mv_args(mat, vec, input.shape[0] if input.ndim else 1)
+    _mv_args(mat, vec, input)
     return Addmv.apply(input, mat, vec, beta=beta, alpha=alpha)
 
 
@@ -265,6 +282,7 @@ class Baddbmm(Op):
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``."""
     _bmm_args(batch1, batch2)
+    _check_input(input, (batch1.shape[0], batch1.shape[1], batch2.shape[2]))
     return Baddbmm.apply(input, batch1, batch2, beta=beta, alpha=alpha)
 
 
@@ -296,6 +314,7 @@ class Addbmm(Op):
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
     _bmm_args(batch1, batch2)
+    _check_input(input, (batch1.shape[1], batch2.shape[2]))
     return Addbmm.apply(input, batch1, batch2, beta=beta, alpha=alpha)
 
 
@@ -413,6 +432,14 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     return mm(ma, mb).reshape(out_shape)
 
 
+def slogdet(A: Tensor):
+    """``(sign, logabsdet)`` as a ``slogdet`` named tuple (``linalg.slogdet`` names it apart)."""
+    from ember import return_types
+    from ember.linalg import slogdet as linalg_slogdet
+
+    return return_types.slogdet(*linalg_slogdet(A))
+
+
 def _from_linalg(name: str):
     def fn(*args, **kwargs):
         import ember.linalg
@@ -428,10 +455,13 @@ METHODS = {
     "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer, "ger": outer,
     "inner": inner, "__matmul__": matmul, "__rmatmul__": rmatmul,
     "inverse": _from_linalg("inv"), "det": _from_linalg("det"),
+    "logdet": _from_linalg("logdet"), "slogdet": slogdet,
+    "matrix_power": _from_linalg("matrix_power"),
 }
 FUNCTIONS = {
     "mm": mm, "matmul": matmul, "dot": dot, "vdot": vdot, "mv": mv, "bmm": bmm, "addmm": addmm,
     "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer, "ger": outer,
     "inner": inner, "tensordot": tensordot, "inverse": _from_linalg("inv"),
-    "det": _from_linalg("det"),
+    "det": _from_linalg("det"), "logdet": _from_linalg("logdet"),
+    "slogdet": slogdet, "matrix_power": _from_linalg("matrix_power"),
 }

@@ -1,4 +1,4 @@
-"""Cumulative reductions along a dim: cumsum, cumprod, cummax, cummin."""
+"""Cumulative reductions along a dim: cumsum, cumprod, logcumsumexp, cummax, cummin."""
 
 from __future__ import annotations
 
@@ -121,6 +121,60 @@ def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     return Cumprod.apply(x, dim=d if x.ndim else None, dtype=_cum_dtype(x, dtype))
 
 
+class Logcumsumexp(Op):
+    node_name = "LogcumsumexpBackward0"
+    saves = (0,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x, dim=0):
+        ctx.dim = dim
+        if dim is None:
+            return x.copy()
+        return np.logaddexp.accumulate(x, axis=dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        # grad_k = sum_{i >= k} g_i exp(x_k - out_i), summed in log space (torch's formula):
+        # the positive and negative parts of g separately, so nothing overflows.
+        x, out = ctx.saved_tensors
+        d = ctx.dim
+        if d is None:
+            return g
+        if STATE.enabled:
+            return _logcumsumexp_grad_quadratic(x, out, g, d)
+        log_abs = g.abs().log()
+        neg_inf = float("-inf")
+        parts = []
+        for mask in (g > 0, g < 0):
+            lg = where(mask, log_abs, neg_inf) - out
+            rev = _Flip.apply(logcumsumexp(_Flip.apply(lg, dim=d), d), dim=d)
+            parts.append((rev + x).exp())
+        return parts[0] - parts[1]
+
+
+def _logcumsumexp_grad_quadratic(x: Tensor, out: Tensor, g: Tensor, d: int) -> Tensor:
+    """The same gradient as ``exp(x_k - out_k) * sum_{i >= k} g_i exp(out_k - out_i)``.
+
+    ``out`` never decreases, so every exponent is <= 0: no overflow and no -inf arithmetic,
+    which keeps a recorded double backward finite. O(n^2); used only under create_graph.
+    """
+    n = x.shape[d]
+    xl, ol, gl = x.movedim(d, -1), out.movedim(d, -1), g.movedim(d, -1)
+    upper = Tensor._make(np.triu(np.ones((n, n), dtype=bool)))
+    weights = where(upper, ol.unsqueeze(-1) - ol.unsqueeze(-2), float("-inf")).exp()
+    return ((weights * gl.unsqueeze(-2)).sum(-1) * (xl - ol).exp()).movedim(-1, d)
+
+
+def logcumsumexp(x: Tensor, dim: int) -> Tensor:
+    """``log(cumsum(exp(x)))`` along ``dim``, computed stably."""
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for '
+                                  f"'{x.type()[6:-6]}'")
+    d = _wrap_dim(dim, x.ndim)
+    return Logcumsumexp.apply(x, dim=d if x.ndim else None)
+
+
 class _CumExtreme(Op):
     fn = None
 
@@ -169,5 +223,6 @@ def _cum_extreme(name: str, op, rtype):
 cummax = _cum_extreme("cummax", Cummax, return_types.cummax)
 cummin = _cum_extreme("cummin", Cummin, return_types.cummin)
 
-METHODS = {"cumsum": cumsum, "cumprod": cumprod, "cummax": cummax, "cummin": cummin}
+METHODS = {"cumsum": cumsum, "cumprod": cumprod, "cummax": cummax, "cummin": cummin,
+           "logcumsumexp": logcumsumexp}
 FUNCTIONS = dict(METHODS)

@@ -185,10 +185,41 @@ argmax = _arg_reduce("argmax", np.argmax)
 argmin = _arg_reduce("argmin", np.argmin)
 
 
+class Aminmax(Op):
+    node_name = "AminmaxBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, dims=(), keepdim=False):
+        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.lo = np.min(x, axis=dims, keepdims=keepdim)
+        ctx.hi = np.max(x, axis=dims, keepdims=keepdim)
+        return ctx.lo, ctx.hi
+
+    @staticmethod
+    def backward(ctx, g_lo, g_hi):
+        (x,) = ctx.saved_tensors
+        total = None
+        for g, out in ((g_lo, ctx.lo), (g_hi, ctx.hi)):
+            if g is not None:
+                gx = evenly_distribute(g, x, Tensor._make(out), ctx.dims, ctx.keepdim)
+                total = gx if total is None else total + gx
+        return total
+
+
 def aminmax(x: Tensor, *, dim: int | None = None, keepdim: bool = False):
-    """``(min, max)`` as an ``aminmax`` named tuple."""
-    dims = () if dim is None else dim
-    return return_types.aminmax(amin(x, dims, keepdim), amax(x, dims, keepdim))
+    """``(min, max)`` over all elements or ``dim``, as an ``aminmax`` named tuple."""
+    if dim is None:
+        if x._data.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        dims = tuple(range(x.ndim))
+    else:
+        dims = norm_dims(dim, x.ndim)
+        for d in dims:
+            if x._data.shape[d] == 0:
+                raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    return return_types.aminmax(*Aminmax.apply(x, dims=dims, keepdim=keepdim))
 
 
 METHODS = {

@@ -1,4 +1,4 @@
-"""Sorting and selection: sort, argsort, msort, topk, kthvalue, median, mode, unique.
+"""Sorting and selection: sort, argsort, msort, topk, kthvalue, (nan)median, mode, unique.
 
 Value-selecting ops return ``ember.return_types`` named tuples; their backward scatters the
 gradient back to the selected positions (``_PutAlong``), whose own backward gathers it again
@@ -235,6 +235,44 @@ def median(x: Tensor, dim: int | None = None, keepdim: bool = False):
     return return_types.median(v, i)
 
 
+class NanmedianDim(_Selection):
+    node_name = "NanmedianBackward1"
+
+    @staticmethod
+    def forward(ctx, x, dim=-1, keepdim=False):
+        if x.ndim == 0:
+            return scalar_selection(ctx, x)
+        order = _argsort(x, dim, False)  # NaNs sort last
+        count = np.sum(~np.isnan(x), axis=dim, keepdims=True) if x.dtype.kind == "f" else \
+            np.full([1 if i == dim else n for i, n in enumerate(x.shape)], x.shape[dim])
+        idx = np.take_along_axis(order, np.maximum(count - 1, 0) // 2, dim)
+        return _finish_selection(ctx, x, idx, dim, keepdim)
+
+
+class Nanmedian(Median):
+    node_name = "NanmedianBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        flat = x.reshape(-1)
+        if flat.dtype.kind == "f":
+            flat = flat[~np.isnan(flat)]
+        if flat.size == 0:
+            return np.array(np.nan, dtype=x.dtype)
+        return np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2]
+
+
+def nanmedian(x: Tensor, dim: int | None = None, keepdim: bool = False):
+    """Like ``median``, ignoring NaNs (NaN only where a slice is all NaN)."""
+    if dim is None:
+        return Nanmedian.apply(x)
+    d = _dim_of(x, dim)
+    if x.ndim and x.shape[d] == 0:
+        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+    v, i = NanmedianDim.apply(x, dim=d, keepdim=keepdim)
+    return return_types.nanmedian(v, i)
+
+
 class Mode(_Selection):
     node_name = "ModeBackward0"
 
@@ -279,6 +317,6 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
 
 METHODS = {
     "sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue,
-    "median": median, "mode": mode, "unique": unique,
+    "median": median, "nanmedian": nanmedian, "mode": mode, "unique": unique,
 }
 FUNCTIONS = dict(METHODS)
