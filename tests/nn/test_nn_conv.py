@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracle import arr, check, check_error, fd_check, gradgrad_check
 
 import ember
@@ -214,3 +216,21 @@ def test_note_cnn_prints_and_trains_like_torch():
     assert str(e) == str(t)
     # Eval mode (dropout off): same weights give the same outputs and gradients.
     compare_layer(e, t, arr(4, 1, 28, 28), train=False, atol=1e-4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       s=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       d=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+       p=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+       groups=st.sampled_from([1, 2]), hw=st.tuples(st.integers(5, 8), st.integers(5, 8)))
+def test_conv2d_geometry_hypothesis(k, s, d, p, groups, hw):
+    x, w, b = arr(2, 2 * groups, *hw), arr(2 * groups, 2, *k), arr(2 * groups)
+    check(lambda m, x, w, b: F(m).conv2d(x, w, b, stride=s, padding=p, dilation=d,
+                                         groups=groups), x, w, b, atol=1e-4)
+    # The transpose with the same geometry (output_padding inside the valid range).
+    op = tuple(min(si, di) - 1 for si, di in zip(s, d))
+    check(lambda m, x, w, b: F(m).conv_transpose2d(x, w, b, stride=s, padding=p,
+                                                   output_padding=op, groups=groups,
+                                                   dilation=d), x, w.reshape(2 * groups, 2, *k),
+          b, atol=1e-4)

@@ -161,3 +161,15 @@ def test_batchnorm_buffers_and_errors():
         with pytest.raises(ValueError, match=r"num_channels \(3\) must be divisible by "
                                              r"num_groups \(2\)"):
             lib.nn.GroupNorm(2, 3)
+
+
+def test_norm_default_init():
+    for layer in (ember.nn.BatchNorm2d(5), ember.nn.LayerNorm((2, 5)), ember.nn.GroupNorm(1, 5)):
+        assert np.all(layer.weight.detach().numpy() == 1)
+        assert np.all(layer.bias.detach().numpy() == 0)
+        assert layer.weight.requires_grad and layer.weight.dtype == ember.float32
+    bn = ember.nn.BatchNorm1d(4)
+    assert np.all(bn.running_mean.numpy() == 0) and np.all(bn.running_var.numpy() == 1)
+    bn(ember.tensor(arr(3, 4)))
+    bn.reset_running_stats()
+    assert bn.num_batches_tracked.item() == 0 and np.all(bn.running_var.numpy() == 1)
