@@ -51,6 +51,15 @@ SCHEDULERS = {
     "OneCycleLR-no-momentum": lambda m, o: _ls(m).OneCycleLR(
         o, max_lr=0.3, total_steps=STEPS + 1, cycle_momentum=False, div_factor=10.0,
         final_div_factor=100.0),
+    "CyclicLR": lambda m, o: _ls(m).CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.2],
+                                             step_size_up=7, step_size_down=13),
+    "CyclicLR-triangular2": lambda m, o: _ls(m).CyclicLR(o, 0.01, 0.1, step_size_up=5,
+                                                         mode="triangular2"),
+    "CyclicLR-exp_range": lambda m, o: _ls(m).CyclicLR(o, 0.001, 0.1, step_size_up=9,
+                                                       mode="exp_range", gamma=0.97),
+    "CyclicLR-scale_fn": lambda m, o: _ls(m).CyclicLR(
+        o, 0.01, 0.1, step_size_up=4, scale_fn=lambda x: 0.9**x, scale_mode="iterations",
+        cycle_momentum=False),
     "SequentialLR": lambda m, o: _ls(m).SequentialLR(
         o, [_ls(m).LinearLR(o, start_factor=0.1, total_iters=10),
             _ls(m).CosineAnnealingLR(o, T_max=90)], milestones=[10]),
@@ -88,8 +97,8 @@ def test_lr_sequence_matches_torch_exactly(name):
     assert set(es.state_dict()) == set(ts.state_dict())
 
 
-@pytest.mark.parametrize("name", ["OneCycleLR", "OneCycleLR-three-phase"])
-def test_one_cycle_cycles_adam_betas(name):
+@pytest.mark.parametrize("name", ["OneCycleLR", "OneCycleLR-three-phase", "CyclicLR"])
+def test_cyclic_schedules_cycle_adam_betas(name):
     e, _ = _trace(ember, name, kind="Adam")
     t, _ = _trace(torch, name, kind="Adam")
     assert e == t
@@ -97,7 +106,8 @@ def test_one_cycle_cycles_adam_betas(name):
 
 @pytest.mark.parametrize("name", ["StepLR", "CosineAnnealingLR", "OneCycleLR", "LambdaLR",
                                   "SequentialLR", "MultiStepLR", "LinearLR-up",
-                                  "CosineAnnealingWarmRestarts", "ChainedScheduler"])
+                                  "CosineAnnealingWarmRestarts", "ChainedScheduler",
+                                  "CyclicLR-exp_range"])
 def test_state_dict_resume(name):
     """Stop after 40 steps, rebuild optimizer and scheduler from state dicts, continue."""
     full, _ = _trace(ember, name, steps=80)

@@ -1,5 +1,5 @@
 """Schedulers that combine others or react to metrics: SequentialLR, ChainedScheduler,
-OneCycleLR, ReduceLROnPlateau. Exported from ``ember.optim.lr_scheduler``."""
+ReduceLROnPlateau. Exported from ``ember.optim.lr_scheduler``."""
 
 from __future__ import annotations
 
@@ -12,10 +12,8 @@ from typing import Any, SupportsFloat
 from ember.optim.lr_scheduler import (
     EPOCH_DEPRECATION_WARNING,
     LRScheduler,
-    _format_param,
     _group_values,
     _set_group_value,
-    _warn_get_lr,
 )
 from ember.optim.optimizer import Optimizer
 
@@ -115,118 +113,6 @@ class ChainedScheduler(_NestedState, LRScheduler):
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
-
-
-class OneCycleLR(LRScheduler):
-    """The 1cycle policy: warm up to ``max_lr``, then anneal far below the initial lr."""
-
-    def __init__(self, optimizer: Optimizer, max_lr, total_steps: int | None = None,
-                 epochs: int | None = None, steps_per_epoch: int | None = None,
-                 pct_start: float = 0.3, anneal_strategy: str = "cos",
-                 cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95,
-                 div_factor: float = 25.0, final_div_factor: float = 1e4,
-                 three_phase: bool = False, last_epoch: int = -1) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
-        self.optimizer = optimizer
-        self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
-        n = self.total_steps
-        if three_phase:
-            self._schedule_phases = [
-                _phase(float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum",
-                       "base_momentum"),
-                _phase(float(2 * pct_start * n) - 2, "max_lr", "initial_lr", "base_momentum",
-                       "max_momentum"),
-                _phase(n - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
-            ]
-        else:
-            self._schedule_phases = [
-                _phase(float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum",
-                       "base_momentum"),
-                _phase(n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
-            ]
-        if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
-            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
-        if anneal_strategy not in ["cos", "linear"]:
-            raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
-                             f"{anneal_strategy}")
-        self._anneal_func_type = anneal_strategy
-        max_lrs = _format_param("max_lr", self.optimizer, max_lr)
-        if last_epoch == -1:
-            for idx, group in enumerate(self.optimizer.param_groups):
-                group["initial_lr"] = max_lrs[idx] / div_factor
-                group["max_lr"] = max_lrs[idx]
-                group["min_lr"] = group["initial_lr"] / final_div_factor
-        self.cycle_momentum = cycle_momentum
-        if self.cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in self.optimizer.defaults
-            max_ms = _format_param("max_momentum", optimizer, max_momentum)
-            base_ms = _format_param("base_momentum", optimizer, base_momentum)
-            if last_epoch == -1:
-                for m_mom, b_mom, group in zip(max_ms, base_ms, optimizer.param_groups):
-                    self._set_momentum(group, m_mom)
-                    group["max_momentum"] = m_mom
-                    group["base_momentum"] = b_mom
-        super().__init__(optimizer, last_epoch)
-
-    def _set_momentum(self, group: dict, value) -> None:
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
-
-    def _anneal_func(self, start, end, pct):
-        if self._anneal_func_type == "cos":
-            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-        return (end - start) * pct + start
-
-    def get_lr(self) -> list:
-        _warn_get_lr(self)
-        lrs = []
-        step_num = self.last_epoch
-        if step_num > self.total_steps:
-            raise ValueError(f"Tried to step {step_num} times. The specified number of total "
-                             f"steps is {self.total_steps}")
-        last = len(self._schedule_phases) - 1
-        for group in self.optimizer.param_groups:
-            start_step = 0.0
-            for i, phase in enumerate(self._schedule_phases):
-                end_step = phase["end_step"]
-                if step_num <= end_step or i == last:
-                    pct = (step_num - start_step) / (end_step - start_step)
-                    lr = self._anneal_func(group[phase["start_lr"]], group[phase["end_lr"]], pct)
-                    if self.cycle_momentum:
-                        mom = self._anneal_func(group[phase["start_momentum"]],
-                                                group[phase["end_momentum"]], pct)
-                    break
-                start_step = phase["end_step"]
-            lrs.append(lr)
-            if self.cycle_momentum:
-                self._set_momentum(group, mom)
-        return lrs
-
-
-def _phase(end_step, start_lr, end_lr, start_momentum, end_momentum) -> dict:
-    return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr,
-            "start_momentum": start_momentum, "end_momentum": end_momentum}
-
-
-def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
-    if total_steps is not None:
-        if total_steps <= 0 or not isinstance(total_steps, int):
-            raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
-        return total_steps
-    if epochs is not None and steps_per_epoch is not None:
-        if not isinstance(epochs, int) or epochs <= 0:
-            raise ValueError(f"Expected positive integer epochs, but got {epochs}")
-        if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
-            raise ValueError("Expected positive integer steps_per_epoch, but got "
-                             f"{steps_per_epoch}")
-        return epochs * steps_per_epoch
-    raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
 
 
 class ReduceLROnPlateau(LRScheduler):

@@ -23,8 +23,8 @@ from ember.optim.optimizer import Optimizer
 __all__ = [
     "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
     "ExponentialLR", "SequentialLR", "CosineAnnealingLR", "ChainedScheduler",
-    "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR",
-    "LRScheduler",
+    "ReduceLROnPlateau", "CyclicLR", "CosineAnnealingWarmRestarts", "OneCycleLR",
+    "PolynomialLR", "LRScheduler",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -463,7 +463,7 @@ class _LRScheduler(LRScheduler):
 
 from ember.optim._lr_composite import (  # noqa: E402 - they subclass LRScheduler above
     ChainedScheduler,
-    OneCycleLR,
     ReduceLROnPlateau,
     SequentialLR,
 )
+from ember.optim._lr_cyclic import CyclicLR, OneCycleLR  # noqa: E402
