@@ -95,8 +95,9 @@ def _softmax_input(x: Tensor, dim, dtype, name: str):
 
         x = cast(x, _dtype.to_dtype(dtype))
     elif not x.dtype.is_floating_point:
-        raise RuntimeError(f'"{name}_lastdim_kernel_impl" not implemented for '
-                           f"'{x.dtype.name.capitalize()}'".replace("Int64", "Long"))
+        from ember.ops.pointwise_more import not_for
+
+        raise not_for(f"{name}_lastdim_kernel_impl", x.dtype)
     return x, dim
 
 
@@ -378,6 +379,11 @@ class PreluKernel(Op):
 
 
 def prelu(x: Tensor, weight: Tensor) -> Tensor:
+    if x._data.dtype != weight._data.dtype:
+        from ember.ops.pointwise_more import _CNAME
+
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_CNAME[x.dtype.name]} and "
+                           f"{_CNAME[weight.dtype.name]}")
     n = weight.numel()
     channels = x.shape[1] if x.ndim >= 2 else 1
     if n != 1 and (x.ndim == 0 or n != channels):

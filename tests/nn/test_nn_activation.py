@@ -151,3 +151,24 @@ def test_prelu_default_init_and_double():
     e = ember.nn.PReLU(4).double()
     assert e.weight.dtype == ember.float64
     np.testing.assert_array_equal(e.weight.detach().numpy(), 0.25)
+
+
+INT_FUNCS = ["leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "hardsigmoid",
+             "hardswish", "logsigmoid", "softplus"]
+
+
+@pytest.mark.parametrize("name", INT_FUNCS)
+def test_integer_input_errors(name):
+    check_error(lambda m, x: getattr(m.nn.functional, name)(x), arr(2, 3, dtype="int64"),
+                match="not implemented for 'Long'")
+
+
+def test_integer_input_errors_softmax_prelu():
+    check_error(lambda m, x: m.nn.functional.softmax(x, 1), arr(2, 3, dtype="int64"),
+                match='"softmax_lastdim_kernel_impl" not implemented for \'Long\'')
+    check_error(lambda m, x: m.nn.functional.log_softmax(x, 1), arr(2, 3, dtype="int64"))
+    check_error(lambda m, x, w: m.nn.functional.prelu(x, w), arr(2, 3, dtype="int64"), arr(1),
+                match="prelu: Type promoting not supported. Got Long and Float")
+    check_error(lambda m, x: m.nn.functional.gelu(x, approximate="foo"), arr(2),
+                match="approximate argument must be either none or tanh.")
+    check_error(lambda m, x: m.nn.functional.log_softmax(x, 2), arr(2, 3))

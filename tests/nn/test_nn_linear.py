@@ -199,3 +199,14 @@ def test_normalize_cosine_pairwise():
           arr(4, 5))
     fd_check(lambda x: ember.nn.functional.normalize(x), arr(3, 4))
     fd_check(lambda a, b: ember.nn.functional.cosine_similarity(a, b), arr(3, 4), arr(3, 4))
+
+
+def test_linear_dtype_errors_match_torch():
+    lin = lambda m, x, w, b=None: m.nn.functional.linear(x, w, b)  # noqa: E731
+    check_error(lin, arr(2, 3, dtype="float64"), arr(4, 3),
+                match="expected m1 and m2 to have the same dtype, but got: double != float")
+    check_error(lin, arr(2, 3, dtype="int64"), arr(4, 3),
+                match="mat1 and mat2 must have the same dtype, but got Long and Float")
+    check_error(lin, arr(2, 3), arr(4, 3), arr(4, dtype="float64"),
+                match="self and mat2 must have the same dtype, but got Double and Float")
+    check_error(lin, arr(2, 3), arr(4, 3), arr(5))

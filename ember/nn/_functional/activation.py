@@ -8,9 +8,15 @@ from ember.ops.inplace import apply_inplace
 from ember.ops.pointwise import sigmoid as _sigmoid
 from ember.ops.pointwise import tanh as _tanh
 from ember.ops.pointwise_more import abs as _abs
+from ember.ops.pointwise_more import not_for
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _floating(x: Tensor, kernel: str) -> None:
+    if not x.dtype.is_floating_point:
+        raise not_for(kernel, x.dtype)
 
 
 def _maybe_inplace(x: Tensor, inplace: bool, fn, **kw) -> Tensor:
@@ -43,6 +49,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    _floating(input, "leaky_relu_cpu")
     return _maybe_inplace(input, inplace, A.LeakyRelu.apply, negative_slope=negative_slope)
 
 
@@ -51,6 +58,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    _floating(input, "elu_cpu")
     return _maybe_inplace(input, inplace, A.Elu.apply, alpha=alpha)
 
 
@@ -59,6 +67,7 @@ def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    _floating(input, "elu_cpu")
     return _maybe_inplace(input, inplace, A.Elu.apply, alpha=_SELU_ALPHA, scale=_SELU_SCALE)
 
 
@@ -67,6 +76,7 @@ def selu_(input: Tensor) -> Tensor:
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    _floating(input, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return _maybe_inplace(input, inplace, A.Celu.apply, alpha=alpha, input_scale=1.0 / alpha)
@@ -77,22 +87,27 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    _floating(input, "GeluKernelImpl")
     return A.gelu(input, approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    _floating(input, "silu_cpu")
     return _maybe_inplace(input, inplace, A.Silu.apply)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    _floating(input, "mish_cpu")
     return _maybe_inplace(input, inplace, A.Mish.apply)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    _floating(input, "hardsigmoid_cpu")
     return _maybe_inplace(input, inplace, A.Hardsigmoid.apply)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    _floating(input, "hardswish_cpu")
     return _maybe_inplace(input, inplace, A.Hardswish.apply)
 
 
@@ -105,10 +120,12 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def logsigmoid(input: Tensor) -> Tensor:
+    _floating(input, "log_sigmoid_cpu")
     return A.LogSigmoid.apply(input)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    _floating(input, "softplus_cpu")
     return A.Softplus.apply(input, beta=beta, threshold=threshold)
 
 

@@ -5,9 +5,29 @@ from __future__ import annotations
 from ember._tensor import Tensor
 from ember.ops.linalg import addmm, matmul, mm
 
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16"}
+
+
+def _check_dtypes(input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    """torch's messages for mixed dtypes (they differ by which operand is off)."""
+    from ember.ops.pointwise_more import _CNAME
+
+    a, w = input.dtype.name, weight.dtype.name
+    if a != w:
+        if input.dtype.is_floating_point and weight.dtype.is_floating_point:
+            raise RuntimeError("expected m1 and m2 to have the same dtype, but got: "
+                               f"{_CPP_NAMES.get(a, a)} != {_CPP_NAMES.get(w, w)}")
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_CNAME[a]} and "
+                           f"{_CNAME[w]}")
+    if bias is not None and bias.dtype.name != w:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{_CNAME[bias.dtype.name]} and {_CNAME[w]}")
+
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``; 2-D input with bias is a single ``addmm``."""
+    _check_dtypes(input, weight, bias)
     wt = weight.t()
     if input.ndim == 2:
         return addmm(bias, input, wt) if bias is not None else mm(input, wt)
