@@ -389,3 +389,41 @@ def test_tensor_lr_matches_torch():
             opt.step()
         out[lib.__name__] = p.detach().numpy().copy()
     np.testing.assert_allclose(out["ember"], out["torch"], rtol=1e-6)
+
+
+def test_old_checkpoint_format_is_upgraded_like_torch():
+    """Pre-1.12 checkpoints: 'step' a plain number, groups lacking newer options."""
+    def old_sd(m):
+        return {"state": {0: {"step": 3, "exp_avg": m.ones(2), "exp_avg_sq": m.ones(2)}},
+                "param_groups": [{"lr": 0.1, "betas": (0.9, 0.999), "eps": 1e-8,
+                                  "weight_decay": 0, "amsgrad": False, "params": [0]}]}
+
+    out = {}
+    for lib in (ember, torch):
+        p = lib.zeros(2, requires_grad=True)
+        opt = lib.optim.Adam([p], lr=1.0)
+        opt.load_state_dict(old_sd(lib))
+        step = opt.state[p]["step"]
+        assert isinstance(step, lib.Tensor) and step.item() == 3.0
+        out[lib.__name__] = opt.param_groups[0]
+    e, t = out["ember"], out["torch"]
+    assert {k: v for k, v in e.items() if k != "params"} == \
+        {k: v for k, v in t.items() if k != "params"}
+
+
+def test_state_dict_hooks():
+    p = ember.ones(2, requires_grad=True)
+    opt = ember.optim.SGD([p], lr=0.1)
+    seen = []
+    opt.register_state_dict_pre_hook(lambda o: seen.append("pre"))
+    opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1})
+    sd = opt.state_dict()
+    assert seen == ["pre"] and sd["extra"] == 1
+
+    def bump_lr(o, sd):
+        sd["param_groups"][0]["lr"] = 0.5
+
+    opt.register_load_state_dict_pre_hook(bump_lr)
+    opt.register_load_state_dict_post_hook(lambda o: seen.append("post"), prepend=True)
+    opt.load_state_dict(sd)
+    assert opt.param_groups[0]["lr"] == 0.5 and seen[-1] == "post"

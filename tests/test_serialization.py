@@ -374,3 +374,16 @@ def test_other_pickle_protocols_load_in_torch(tmp_path, protocol):
     t = torch.load(tmp_path / "p.pt", weights_only=protocol <= 3)
     assert t["w"].tolist() == [1.0, 1.0] and t["n"] == [1, "x"]
     assert ember.load(tmp_path / "p.pt")["n"] == [1, "x"]
+
+
+def test_torch_pickled_module_loads_as_ember_module(tmp_path):
+    """weights_only=False maps torch.nn classes onto ember.nn's."""
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    torch.save(tm, tmp_path / "m.pt")
+    with pytest.raises(pickle.UnpicklingError, match="torch.nn.modules.container.Sequential"):
+        ember.load(tmp_path / "m.pt")
+    em = ember.load(tmp_path / "m.pt", weights_only=False)
+    assert isinstance(em, ember.nn.Sequential)
+    x = _arr((2, 3), "float32")
+    np.testing.assert_allclose(em(ember.tensor(x)).detach().numpy(),
+                               tm(torch.tensor(x)).detach().numpy(), rtol=1e-6)
