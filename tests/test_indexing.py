@@ -424,3 +424,34 @@ def test_setitem_through_view_fd_and_gradgrad():
         return b * c.t()
     fd_check(fn, arr(3, 4), arr(2))
     gradgrad_check(fn, arr(3, 4), arr(2))
+
+
+# --- scatter_reduce -------------------------------------------------------------------------
+
+SR_IDX = np.array([[0, 1, 0, 2], [2, 1, 0, 0]])
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin", "prod"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_matches_torch(reduce, include_self):
+    def fn(m, x, s, i, dim=0):
+        return x.scatter_reduce(dim, i, s, reduce, include_self=include_self)
+    eo, to = check(fn, arr(3, 4), arr(2, 4), SR_IDX)
+    assert eo.grad_fn.name() == to.grad_fn.name()
+    check(lambda m, x, s, i: fn(m, x, s, i, 1), arr(3, 4), arr(3, 2),
+          np.array([[0, 0], [1, 3], [2, 2]]))
+    # ties share the gradient; zeros in prod use exclusive products
+    t = np.array([[1, 2, 2, 0], [2, 2, 1, 0], [0, 1, 2, 3]], dtype=np.float32)
+    s = np.array([[2, 2, 0, 0], [2, 1, 2, 5]], dtype=np.float32)
+    check(fn, t, s, np.array([[0, 1, 1, 2], [1, 1, 1, 0]]))
+    check(fn, arr(3, 4, dtype="int64", low=-9, high=9), arr(2, 4, dtype="int64", low=-9, high=9),
+          SR_IDX)
+    it = ember.tensor(SR_IDX)
+    fd_check(lambda x, s: fn(ember, x, s, it), arr(3, 4), arr(2, 4))
+    gradgrad_check(lambda x, s: fn(ember, x, s, it) ** 2, arr(3, 4), arr(2, 4))
+
+
+def test_scatter_reduce_errors_and_inplace():
+    check_error(lambda m, x, i: x.scatter_reduce(0, i, x[:2], "foo"), arr(3, 4), SR_IDX,
+                match="reduce argument must be either sum, prod, mean, amax or amin")
+    check(lambda m, x, i: x.clone().scatter_reduce_(0, i, x[:2] * 2, "amax"), arr(3, 4), SR_IDX)

@@ -1,4 +1,4 @@
-"""View ops: view, reshape, permute, transpose, squeeze, expand, diagonal, unfold, ...
+"""View ops: view, reshape, permute, transpose, squeeze, unsqueeze, expand, flatten, ...
 
 Every op here returns a NumPy view of its input (``view = True``), so, as in torch, writes
 through the result show in the base and the two share a version counter.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
@@ -407,120 +406,6 @@ def sum_to_size(g: Tensor, *shape) -> Tensor:
     return g.reshape(shape) if lead else g
 
 
-# --- strided views: diagonal, unfold --------------------------------------------------------
-
-
-def _diag_view(x: np.ndarray, offset: int, d1: int, d2: int) -> np.ndarray:
-    """A writeable strided view of a diagonal, appended as the last dim (np.diagonal's view is
-    read-only, and writes through torch's diagonal must reach the base)."""
-    y = np.moveaxis(x, (d1, d2), (-2, -1))
-    n1, n2 = y.shape[-2:]
-    n = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
-    if n == 0:
-        return np.empty((*y.shape[:-2], 0), x.dtype)
-    start = y[..., 0, offset] if offset >= 0 else y[..., -offset, 0]
-    return as_strided(start, shape=(*start.shape, n),
-                      strides=(*start.strides, y.strides[-2] + y.strides[-1]),
-                      writeable=x.flags.writeable)
-
-
-class Diagonal(Op):
-    node_name = "DiagonalBackward0"
-    view = True
-
-    @staticmethod
-    def forward(ctx, x, offset=0, d1=0, d2=1):
-        ctx.shape, ctx.args = x.shape, (offset, d1, d2)
-        return _diag_view(x, offset, d1, d2)
-
-    @staticmethod
-    def backward(ctx, g):
-        return DiagonalGrad.apply(g, shape=ctx.shape, args=ctx.args)
-
-
-class DiagonalGrad(Op):
-    """Write a gradient onto the diagonal of zeros (the backward of diagonal)."""
-
-    node_name = "DiagonalBackwardBackward0"
-
-    @staticmethod
-    def forward(ctx, g, shape=None, args=None):
-        ctx.args = args
-        out = np.zeros(shape, g.dtype)
-        _diag_view(out, *args)[...] = g
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        return Diagonal.apply(gg, offset=ctx.args[0], d1=ctx.args[1], d2=ctx.args[2])
-
-
-def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    d1, d2 = _wrap_dim(dim1, x.ndim), _wrap_dim(dim2, x.ndim)
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return Diagonal.apply(x, offset=int(offset), d1=d1, d2=d2)
-
-
-class Unfold(Op):
-    """``x.unfold(dim, size, step)``: sliding windows along ``dim`` as a strided view."""
-
-    node_name = "UnfoldBackward0"
-    view = True
-
-    @staticmethod
-    def forward(ctx, x, dim=0, size=1, step=1):
-        ctx.shape, ctx.args = x.shape, (dim, size, step)
-        if x.ndim == 0:
-            return x.reshape(1)
-        n = (x.shape[dim] - size) // step + 1
-        shape = (*x.shape[:dim], n, *x.shape[dim + 1:], size)
-        st = x.strides
-        strides = (*st[:dim], st[dim] * step, *st[dim + 1:], st[dim])
-        return as_strided(x, shape=shape, strides=strides, writeable=x.flags.writeable)
-
-    @staticmethod
-    def backward(ctx, g):
-        return UnfoldGrad.apply(g, shape=ctx.shape, args=ctx.args)
-
-
-class UnfoldGrad(Op):
-    """Sum window gradients back onto the input (overlapping windows add up)."""
-
-    node_name = "UnfoldBackwardBackward0"
-
-    @staticmethod
-    def forward(ctx, g, shape=None, args=None):
-        ctx.args = args
-        if not shape:
-            return g.reshape(())
-        dim, size, step = args
-        out = np.zeros(shape, g.dtype)
-        n = g.shape[dim]
-        lead = (slice(None),) * dim
-        for k in range(size):  # a loop over the window, not over the data
-            out[(*lead, slice(k, k + step * (n - 1) + 1, step))] += g[..., k]
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        dim, size, step = ctx.args
-        return Unfold.apply(gg, dim=dim, size=size, step=step)
-
-
-def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
-    d = _wrap_dim(dimension, x.ndim)
-    length = x._data.shape[d] if x.ndim else 1
-    if size > length:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is "
-                           f"{size}")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    if size < 0:
-        raise RuntimeError(f"size is {size} but must be >= 0")
-    return Unfold.apply(x, dim=d, size=int(size), step=int(step))
-
-
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     if x._data.flags.c_contiguous:
         return x
@@ -537,7 +422,7 @@ METHODS = {
     "swapaxes": transpose, "swapdims": transpose, "t": t, "unsqueeze": unsqueeze,
     "squeeze": squeeze, "expand": expand, "expand_as": expand_as, "sum_to_size": sum_to_size,
     "broadcast_to": broadcast_to, "movedim": movedim, "moveaxis": movedim,
-    "diagonal": diagonal, "unfold": unfold, "contiguous": contiguous,
+    "contiguous": contiguous,
     "T": property(_T), "mT": property(_mT), "H": property(_H), "mH": property(_mH),
 }
 FUNCTIONS = {
@@ -545,5 +430,5 @@ FUNCTIONS = {
     "transpose": transpose, "swapaxes": transpose, "swapdims": transpose, "t": t,
     "unsqueeze": unsqueeze, "squeeze": squeeze, "broadcast_to": broadcast_to,
     "broadcast_tensors": broadcast_tensors, "broadcast_shapes": broadcast_shapes,
-    "movedim": movedim, "moveaxis": movedim, "diagonal": diagonal,
+    "movedim": movedim, "moveaxis": movedim,
 }

@@ -6,7 +6,7 @@ import numpy as np
 
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
-from ember.ops.shape import DiagonalGrad, _diag_view
+from ember.ops.shape_strided import DiagonalGrad, _diag_view
 
 
 def _sizes(sizes) -> tuple:
