@@ -20,6 +20,10 @@ from ember.autograd.grad_mode import STATE
 
 
 def _stats(xg: np.ndarray, sdims: tuple, eps: float):
+    if xg.size == 0:  # empty batch: statistics are NaN, the (empty) output is unaffected
+        shape = tuple(1 if i in sdims else n for i, n in enumerate(xg.shape))
+        nan = np.full(shape, np.nan, dtype=xg.dtype)
+        return xg.copy(), nan, nan, nan
     mean = xg.mean(axis=sdims, keepdims=True)
     xc = xg - mean
     var = np.mean(np.square(xc), axis=sdims, keepdims=True)
@@ -95,7 +99,7 @@ def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor, need) -> tup
     ``gx = a * g + k * x + c``. Only used without create_graph (statistics are constants)."""
     _, dims, ashape, _ = ctx.geom
     mean, invstd = Tensor._make(ctx.mean), Tensor._make(ctx.invstd)
-    m = x.numel() // w.numel()
+    m = max(x.numel() // w.numel(), 1)
     sum_g = g.sum(dims, keepdim=True)
     sum_gxhat = (g * (x - mean)).sum(dims, keepdim=True) * invstd
     gx = None

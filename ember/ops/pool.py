@@ -63,7 +63,8 @@ def _max_pool(x, ksize, stride, pad, dil, osize):
 def _scatter(g: np.ndarray, idx: np.ndarray, shape: tuple, unique: bool) -> np.ndarray:
     n, c, h, w = shape
     out = np.zeros((n * c, h * w), dtype=g.dtype)
-    i2, g2 = idx.reshape(n * c, -1), g.reshape(n * c, -1)
+    per = idx.shape[2] * idx.shape[3]
+    i2, g2 = idx.reshape(n * c, per), g.reshape(n * c, per)
     if unique:
         np.put_along_axis(out, i2, g2, axis=1)
     else:
@@ -72,9 +73,10 @@ def _scatter(g: np.ndarray, idx: np.ndarray, shape: tuple, unique: bool) -> np.n
 
 
 def _gather(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    n, c = x.shape[:2]
-    flat = x.reshape(n * c, -1)
-    return np.take_along_axis(flat, idx.reshape(n * c, -1), axis=1).reshape(idx.shape)
+    n, c, h, w = x.shape
+    flat = x.reshape(n * c, h * w)
+    per = idx.shape[2] * idx.shape[3]
+    return np.take_along_axis(flat, idx.reshape(n * c, per), axis=1).reshape(idx.shape)
 
 
 class MaxPool2d(Op):
@@ -140,7 +142,7 @@ class AdaptiveMaxPool2d(Op):
         n, c, h, w = x.shape
         ih, iw = _adaptive_index(h, osize[0]), _adaptive_index(w, osize[1])
         win = x[:, :, ih[:, :, None, None], iw[None, None, :, :]]  # (N, C, oh, kh, ow, kw)
-        win = win.transpose(0, 1, 2, 4, 3, 5).reshape(n, c, *osize, -1)
+        win = win.transpose(0, 1, 2, 4, 3, 5).reshape(n, c, *osize, ih.shape[1] * iw.shape[1])
         arg = win.argmax(-1)  # the first maximum (or NaN) wins
         kw = iw.shape[1]
         rows = ih[np.arange(osize[0])[:, None], arg // kw]

@@ -173,3 +173,8 @@ def test_norm_default_init():
     bn(ember.tensor(arr(3, 4)))
     bn.reset_running_stats()
     assert bn.num_batches_tracked.item() == 0 and np.all(bn.running_var.numpy() == 1)
+
+
+def test_norm_empty_batch():
+    check(lambda m, x: F(m).batch_norm(x, m.zeros(3), m.ones(3), training=True), arr(0, 3, 4))
+    check(lambda m, x: F(m).layer_norm(x, (4,)), arr(0, 3, 4))

@@ -160,3 +160,18 @@ def test_pool_layers(name, args, kw, shape):
     assert_same_structure(e, t)
     compare_layer(e, t, arr(*shape))
     compare_layer(e, t, arr(*shape), train=False)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: F(m).max_pool2d(x, 2, return_indices=True),
+    lambda m, x: F(m).avg_pool2d(x, 2),
+    lambda m, x: F(m).adaptive_max_pool2d(x, 2, return_indices=True),
+    lambda m, x: F(m).adaptive_avg_pool2d(x, 2),
+])
+def test_pool_empty_batch_and_float64(fn):
+    check(fn, arr(0, 3, 4, 4))
+    check(fn, arr(2, 3, 5, 5, dtype="float64"))
+
+
+def test_avg_pool2d_2d_input_error():
+    check_error(lambda m, x: F(m).avg_pool2d(x, 2), arr(4, 4), match="Dimension out of range")

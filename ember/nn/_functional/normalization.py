@@ -42,7 +42,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if not training:
         stats = (running_mean._data.reshape(ashape), running_var._data.reshape(ashape))
     y, mean, var = norm_apply(NativeBatchNorm, input, weight, bias, geom, eps, (c,), stats)
-    if training and running_mean is not None:
+    if training and running_mean is not None and input.numel():
         m = 0.0 if momentum is None else momentum
         n = input.numel() // c
         _blend(running_mean, mean._data, m)

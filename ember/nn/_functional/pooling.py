@@ -49,6 +49,9 @@ def _batched(x: Tensor, fn):
 
 
 def _check_2d(x: Tensor, name: str) -> None:
+    if name == "avg_pool2d" and x.ndim < 3:  # torch fails on the channel dim lookup
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-max(x.ndim, 1)}, {max(x.ndim, 1) - 1}], but got -3)")
     if x.ndim not in (3, 4):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input" if
                            name.startswith(("max", "avg")) else
