@@ -173,3 +173,20 @@ def test_nanmedian():
     check(lambda m, x: x.nanmedian(1), distinct(3, 5))
     check(lambda m, x: x.nanmedian(), np.array(2.0, dtype=np.float32))
     fd_check(lambda t: t.nanmedian(1).values ** 2, distinct(3, 4, dtype="float64"))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: x.argmax(), lambda m, x: x.argmin(1), lambda m, x: x.median(),
+    lambda m, x: x.median(1), lambda m, x: x.nanmedian(), lambda m, x: x.kthvalue(1),
+    lambda m, x: x.topk(1),
+])
+def test_bool_inputs_rejected_like_torch(fn):
+    check_error(fn, arr(2, 3, dtype="bool"))
+
+
+def test_bool_inputs_that_work():
+    b = arr(2, 3, dtype="bool")
+    for fn in [lambda m, x: x.sort(1), lambda m, x: x.msort(), lambda m, x: x.max(1),
+               lambda m, x: x.amax(0), lambda m, x: x.unique(), lambda m, x: x.cumsum(0),
+               lambda m, x: x.prod()]:
+        check(fn, b)

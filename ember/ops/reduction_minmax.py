@@ -165,6 +165,8 @@ amin = _a_reduce("amin", Amin)
 
 def _arg_reduce(name: str, np_fn):
     def fn(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        if x._data.dtype == np.bool_:
+            raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             _empty_error(name, x, IndexError)
             out = np.asarray(np_fn(x._data.reshape(-1)))

@@ -44,13 +44,15 @@ class LinalgVectorNorm(Op):
         p = ctx.ord
         g = unsqueeze_to(g, x.shape, ctx.dims, ctx.keepdim)
         out = unsqueeze_to(out, x.shape, ctx.dims, ctx.keepdim)
-        sign = Tensor._make(np.sign(x._data))
         if p == 0:
             return (g * 0.0).expand(x.shape)
+        if p == 2:
+            if np.all(out._data != 0):  # the common case: no masking needed
+                return x * (g / out)
+            return g * where(out == 0, 0.0, x / out)
+        sign = Tensor._make(np.sign(x._data))
         if p == 1:
             return g * sign
-        if p == 2:
-            return g * where(out == 0, 0.0, x / out)
         if abs(p) == INF:
             hit = np.abs(x._data) == out._data
             share = hit / np.sum(hit, axis=ctx.dims, keepdims=True)

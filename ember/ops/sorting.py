@@ -120,6 +120,11 @@ class SortStable(Sort):
 _UNSET = object()
 
 
+def _no_bool(x: Tensor, kernel: str) -> None:
+    if x._data.dtype == np.bool_:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
 def _dim_of(x: Tensor, dim: int) -> int:
     return _wrap_dim(dim, x.ndim)
 
@@ -160,6 +165,8 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
     n = x.shape[d] if x.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
+    if x._data.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     v, i = Topk.apply(x, k=k, dim=d, largest=largest)
     return return_types.topk(v, i)
 
@@ -177,6 +184,7 @@ class Kthvalue(_Selection):
 
 def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     """The k-th smallest value along ``dim`` and its index."""
+    _no_bool(x, "kthvalue_cpu")
     d = _dim_of(x, dim)
     n = x.shape[d] if x.ndim else 1
     if not 1 <= k <= n:
@@ -226,6 +234,7 @@ class Median(Op):
 
 def median(x: Tensor, dim: int | None = None, keepdim: bool = False):
     """Lower median of all elements, or (values, indices) along ``dim``."""
+    _no_bool(x, "median_cpu" if dim is None else "median_out")
     if dim is None:
         return Median.apply(x)
     d = _dim_of(x, dim)
@@ -264,6 +273,7 @@ class Nanmedian(Median):
 
 def nanmedian(x: Tensor, dim: int | None = None, keepdim: bool = False):
     """Like ``median``, ignoring NaNs (NaN only where a slice is all NaN)."""
+    _no_bool(x, "median_cpu" if dim is None else "median_out")
     if dim is None:
         return Nanmedian.apply(x)
     d = _dim_of(x, dim)
