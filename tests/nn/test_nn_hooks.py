@@ -203,3 +203,48 @@ def test_backward_hook_grad_count_error():
             return str(exc)
     e, t = both(run)
     assert e == t and "invalid number of grad_input" in e
+
+
+def test_global_module_hooks():
+    def run(lib):
+        mm = lib.nn.modules.module
+        log = []
+        handles = [
+            mm.register_module_forward_pre_hook(
+                lambda m, a: log.append(("gpre", type(m).__name__))),
+            mm.register_module_forward_hook(lambda m, a, o: log.append(("gfwd", type(m).__name__))),
+            mm.register_module_full_backward_hook(
+                lambda m, gi, go: log.append(("gbwd", type(m).__name__))),
+            mm.register_module_full_backward_pre_hook(
+                lambda m, go: log.append(("gbpre", type(m).__name__))),
+        ]
+        try:
+            seq = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.Tanh())
+            seq[0].register_forward_hook(lambda m, a, o: log.append(("own", "Linear")))
+            seq(lib.ones(1, 3, requires_grad=True)).sum().backward()
+            try:
+                mm.register_module_backward_hook(lambda *a: None)
+            except RuntimeError as exc:
+                log.append(str(exc))
+        finally:
+            for h in handles:
+                h.remove()
+        lib.nn.Linear(1, 1)(lib.ones(1, 1))
+        return log
+    e, t = both(run)
+    assert e == t
+
+
+def test_global_registration_hooks():
+    mm = ember.nn.modules.module
+    seen = []
+    hs = [mm.register_module_parameter_registration_hook(lambda m, n, v: seen.append(("p", n))),
+          mm.register_module_buffer_registration_hook(lambda m, n, v: seen.append(("b", n))),
+          mm.register_module_module_registration_hook(lambda m, n, v: seen.append(("m", n)))]
+    try:
+        s = ember.nn.Sequential(ember.nn.Linear(1, 1))
+        s.register_buffer("buf", ember.ones(1))
+    finally:
+        for h in hs:
+            h.remove()
+    assert seen == [("p", "weight"), ("p", "bias"), ("m", "0"), ("b", "buf")]

@@ -8,10 +8,90 @@ pre-hooks), a post-hook on the inputs' node sees ``grad_input`` and runs the ful
 from __future__ import annotations
 
 import warnings
+from collections import OrderedDict
 
 from ember._tensor import Tensor
 from ember.autograd.function import Function
 from ember.autograd.grad_mode import STATE
+from ember.utils.hooks import RemovableHandle
+
+# Hooks common to all modules (torch's ``register_module_*_hook``), meant for debugging.
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_with_kwargs: OrderedDict = OrderedDict()
+_global_forward_hooks_always_called: OrderedDict = OrderedDict()
+_global_backward_pre_hooks: OrderedDict = OrderedDict()
+_global_backward_hooks: OrderedDict = OrderedDict()
+_global_is_full = [None]  # True: full backward hooks, False: legacy ones
+_global_buffer_registration_hooks: OrderedDict = OrderedDict()
+_global_module_registration_hooks: OrderedDict = OrderedDict()
+_global_parameter_registration_hooks: OrderedDict = OrderedDict()
+
+
+def any_global_call_hooks() -> bool:
+    return bool(_global_forward_pre_hooks or _global_forward_hooks
+                or _global_backward_pre_hooks or _global_backward_hooks)
+
+
+def register_module_forward_pre_hook(hook) -> RemovableHandle:
+    """A forward pre-hook run before every module's own ones."""
+    return RemovableHandle.add(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """A forward hook run before every module's own ones."""
+    handle = RemovableHandle(_global_forward_hooks,
+                             extra_dict=_global_forward_hooks_always_called)
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def _global_backward(hook, full: bool) -> RemovableHandle:
+    if _global_is_full[0] is (not full):
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
+    _global_is_full[0] = full
+    return RemovableHandle.add(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook) -> RemovableHandle:
+    return _global_backward(hook, False)
+
+
+def register_module_full_backward_hook(hook) -> RemovableHandle:
+    return _global_backward(hook, True)
+
+
+def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
+    return RemovableHandle.add(_global_backward_pre_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook) -> RemovableHandle:
+    """``hook(module, name, buffer)`` on every buffer registration; may return a new buffer."""
+    return RemovableHandle.add(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook) -> RemovableHandle:
+    """``hook(module, name, submodule)`` on every submodule registration."""
+    return RemovableHandle.add(_global_module_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook) -> RemovableHandle:
+    """``hook(module, name, param)`` on every parameter registration."""
+    return RemovableHandle.add(_global_parameter_registration_hooks, hook)
+
+
+def run_registration_hooks(hooks: OrderedDict, module, name: str, value):
+    for hook in hooks.values():
+        out = hook(module, name, value)
+        if out is not None:
+            value = out
+    return value
 
 
 class BackwardHookFunction(Function):
@@ -140,15 +220,14 @@ def call_with_hooks(module, forward_call, args, kwargs):
 
     def inner():
         nonlocal result, args, kwargs
-        full_hooks, non_full_hooks, pre_hooks = [], [], []
-        if module._backward_pre_hooks:
-            pre_hooks = list(module._backward_pre_hooks.values())
-        if module._backward_hooks:
-            if module._is_full_backward_hook:
-                full_hooks = list(module._backward_hooks.values())
-            else:
-                non_full_hooks = list(module._backward_hooks.values())
-        for hook_id, hook in tuple(module._forward_pre_hooks.items()):
+        pre_hooks = [*_global_backward_pre_hooks.values(), *module._backward_pre_hooks.values()]
+        full_hooks, non_full_hooks = [], []
+        for owner, is_full in ((_global_backward_hooks, _global_is_full[0]),
+                               (module._backward_hooks, module._is_full_backward_hook)):
+            if owner:
+                (full_hooks if is_full else non_full_hooks).extend(owner.values())
+        for hook_id, hook in (*_global_forward_pre_hooks.items(),
+                              *module._forward_pre_hooks.items()):
             if hook_id in module._forward_pre_hooks_with_kwargs:
                 out = hook(module, args, kwargs)
                 if out is not None:
@@ -166,10 +245,12 @@ def call_with_hooks(module, forward_call, args, kwargs):
             bw_hook = BackwardHook(module, full_hooks, pre_hooks)
             args = bw_hook.setup_input_hook(args)
         result = forward_call(*args, **kwargs)
-        for hook_id, hook in tuple(module._forward_hooks.items()):
-            if hook_id in module._forward_hooks_always_called:
+        for hook_id, hook in (*_global_forward_hooks.items(), *module._forward_hooks.items()):
+            if hook_id in module._forward_hooks_always_called or \
+                    hook_id in _global_forward_hooks_always_called:
                 called_always.add(hook_id)
-            if hook_id in module._forward_hooks_with_kwargs:
+            if hook_id in module._forward_hooks_with_kwargs or \
+                    hook_id in _global_forward_hooks_with_kwargs:
                 out = hook(module, args, kwargs, result)
             else:
                 out = hook(module, args, result)
@@ -195,19 +276,22 @@ def call_with_hooks(module, forward_call, args, kwargs):
     try:
         return inner()
     except Exception:
-        for hook_id, hook in tuple(module._forward_hooks.items()):
-            if hook_id in module._forward_hooks_always_called and hook_id not in called_always:
-                try:
-                    if hook_id in module._forward_hooks_with_kwargs:
-                        out = hook(module, args, kwargs, result)
-                    else:
-                        out = hook(module, args, result)
-                    if out is not None:
-                        result = out
-                except Exception as e:  # noqa: BLE001 - torch silences it, then re-raises
-                    warnings.warn("forward hook with ``always_call=True`` raised an exception "
-                                  "that was silenced as another error was raised in forward: "
-                                  f"{e}", stacklevel=2)
+        for hook_id, hook in (*_global_forward_hooks.items(), *module._forward_hooks.items()):
+            if hook_id in called_always or not (hook_id in module._forward_hooks_always_called
+                                                or hook_id in _global_forward_hooks_always_called):
+                continue
+            try:
+                if hook_id in module._forward_hooks_with_kwargs or \
+                        hook_id in _global_forward_hooks_with_kwargs:
+                    out = hook(module, args, kwargs, result)
+                else:
+                    out = hook(module, args, result)
+                if out is not None:
+                    result = out
+            except Exception as e:  # noqa: BLE001 - torch silences it, then re-raises
+                warnings.warn("forward hook with ``always_call=True`` raised an exception that "
+                              f"was silenced as another error was raised in forward: {e}",
+                              stacklevel=2)
         raise
 
 

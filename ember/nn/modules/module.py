@@ -14,7 +14,18 @@ from collections.abc import Callable, Iterator, Mapping
 
 from ember._tensor import Tensor
 from ember.autograd.grad_mode import no_grad
-from ember.nn.modules._hooks import call_with_hooks
+from ember.nn.modules import _hooks
+from ember.nn.modules._hooks import (  # noqa: F401 - global hook API lives here, as in torch
+    call_with_hooks,
+    register_module_backward_hook,
+    register_module_buffer_registration_hook,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+    register_module_module_registration_hook,
+    register_module_parameter_registration_hook,
+)
 from ember.nn.parameter import Buffer, Parameter
 from ember.utils.hooks import RemovableHandle
 
@@ -105,6 +116,8 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
+        tensor = _hooks.run_registration_hooks(_hooks._global_buffer_registration_hooks, self,
+                                               name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -134,7 +147,8 @@ class Module:
                 f"created explicitly. To express '{name}' as a function of another Tensor, "
                 "compute the value in the forward() method.")
         else:
-            self._parameters[name] = param
+            self._parameters[name] = _hooks.run_registration_hooks(
+                _hooks._global_parameter_registration_hooks, self, name, param)
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module, reachable as an attribute ``name``."""
@@ -148,7 +162,8 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = _hooks.run_registration_hooks(
+            _hooks._global_module_registration_hooks, self, name, module)
 
     def register_module(self, name: str, module: Module | None) -> None:
         self.add_module(name, module)
@@ -243,7 +258,8 @@ class Module:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(self.__dict__, self._parameters, self._buffers,
                             self._non_persistent_buffers_set)
-                modules[name] = value
+                modules[name] = _hooks.run_registration_hooks(
+                    _hooks._global_module_registration_hooks, self, name, value)
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{_typename(value)}' as child module "
@@ -463,7 +479,7 @@ class Module:
     # --- calling -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _hooks.any_global_call_hooks()):
             return self.forward(*args, **kwargs)
         return call_with_hooks(self, self.forward, args, kwargs)
 
