@@ -56,6 +56,8 @@ def test_pad_names_and_double_backward():
     ((2, 3, 7), {"size": 12, "mode": "linear"}),
     ((2, 3, 7), {"size": 5, "mode": "linear", "align_corners": True}),
     ((2, 3, 4, 5), {"size": (7, 3), "mode": "nearest-exact"}),
+    ((2, 3, 8, 9), {"size": (3, 4), "mode": "area"}),
+    ((2, 3, 8), {"scale_factor": 0.5, "mode": "area"}),
 ])
 def test_interpolate(shape, kw):
     check(lambda m, x: F(m).interpolate(x, **kw), arr(*shape))

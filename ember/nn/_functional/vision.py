@@ -66,13 +66,16 @@ _NEEDS = {"linear": 3, "bilinear": 4}
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
-    """Resize the spatial dims by nearest-neighbour or (bi)linear interpolation."""
-    if mode not in _INTERP:
+    """Resize the spatial dims: nearest, nearest-exact, (bi)linear, or area (adaptive average)."""
+    if mode in ("bicubic", "trilinear") or antialias:
+        raise NotImplementedError(f"ember's interpolate does not support mode={mode!r}"
+                                  f"{' with antialias=True' if antialias else ''}")
+    if mode not in _INTERP and mode != "area":
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
                                   f"(got {input.ndim}D) for the modes: nearest | linear | "
                                   f"bilinear | bicubic | trilinear | area | nearest-exact (got "
                                   f"{mode})")
-    if mode.startswith("nearest") and align_corners is not None:
+    if mode not in ("linear", "bilinear") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     if size is None and scale_factor is None:
@@ -100,6 +103,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         sf = (scale_factor,) * k if isinstance(scale_factor, int | float) else tuple(scale_factor)
         outs = tuple(math.floor(n * s) for n, s in zip(ins, sf))
         scales = (None,) * k if recompute_scale_factor else sf
+    if mode == "area":
+        from ember.nn._functional.pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+
+        return (adaptive_avg_pool1d if k == 1 else adaptive_avg_pool2d)(input, outs)
     mats = tuple(_interp_matrix(mode, n, o, s, align_corners) for n, o, s in zip(ins, outs, scales))
     return resample_op(_INTERP[mode].format(k)).apply(input, mats=mats)
 
