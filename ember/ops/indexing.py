@@ -253,6 +253,14 @@ def _adv_key(adv: dict):
 # --- getitem --------------------------------------------------------------------------------
 
 
+def _plain_view(x: Tensor, a: np.ndarray) -> Tensor:
+    """A view of ``x`` without history (the no-grad fast path of ``x[i]`` and ``x[a:b]``)."""
+    t = Tensor._make(a)
+    t._base = x._base if x._base is not None else x
+    t._vc = x._vc
+    return t
+
+
 def getitem(x: Tensor, key) -> Tensor:
     tk = type(key)
     if tk is int:  # fast path: x[i]
@@ -262,9 +270,13 @@ def getitem(x: Tensor, key) -> Tensor:
         if not -shape[0] <= key < shape[0]:
             raise IndexError(f"index {key} is out of bounds for dimension 0 with size "
                              f"{shape[0]}")
-        return Select.apply(x, dim=0, index=key % shape[0])
+        if x._rg and STATE.enabled:
+            return Select.apply(x, dim=0, index=key % shape[0])
+        return _plain_view(x, x._data[key, ...])
     if tk is slice and (key.step is None or key.step > 0) and x._data.ndim:  # fast path: x[a:b]
-        return Slice.apply(x, dim=0, sl=key)
+        if x._rg and STATE.enabled:
+            return Slice.apply(x, dim=0, sl=key)
+        return _plain_view(x, x._data[key])
     if key is Ellipsis:
         return Alias.apply(x) if x._rg else x._alias()
     steps, adv, ints = _parse(x._data.shape, key)

@@ -17,7 +17,10 @@ from ember.autograd.function import Op
 def _shape_arg(shape) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], list | tuple | Size):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    for s in shape:
+        if type(s) is not int:
+            return tuple(int(s) for s in shape)
+    return tuple(shape)
 
 
 def infer_shape(shape: tuple, numel: int) -> tuple:
@@ -55,6 +58,8 @@ class View(Op):
     @staticmethod
     def forward(ctx, x, shape=None):
         ctx.shape = x.shape
+        if x.flags.c_contiguous:
+            return x.reshape(shape)  # always a view here, and cheaper than np.reshape
         try:
             return np.reshape(x, shape, copy=False)
         except ValueError:
