@@ -199,10 +199,20 @@ def hooks_with_backward_inputs(lib, log):
     log.append((_r(h.grad), h.retains_grad))
 
 
+def posthook_sees_unbroadcast_grads(lib, log):
+    a = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    b = lib.tensor([1.0, -1.0, 2.0], requires_grad=True)
+    y = a * b
+    y.grad_fn.register_hook(lambda gi, go: log.append([tuple(g.shape) for g in gi]))
+    y.sum().backward()
+    log.append(_r(b.grad))
+
+
 SCENARIOS = [leaf_hooks, nonleaf_full_order, retain_before_hook, hooks_with_autograd_grad,
              prehook_and_posthook_replace, removal, branching_order, two_leaves_accumulate_order,
              multi_output_node, hook_added_during_backward, retain_grad_accumulates,
-             many_leaves_ready_together, retain_grad_vs_node_prehook, hooks_with_backward_inputs]
+             many_leaves_ready_together, retain_grad_vs_node_prehook, hooks_with_backward_inputs,
+             posthook_sees_unbroadcast_grads]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)
@@ -243,3 +253,26 @@ def test_removable_handle_context_and_pickle():
     h2 = RemovableHandle.add(hooks, len)
     h3 = pickle.loads(pickle.dumps(h2))
     assert h3.id == h2.id
+
+
+def test_hooks_returning_bad_values_raise_like_torch():
+    def myhook(g):
+        return g.sum()
+
+    cases = [
+        lambda lib, x, h: h.register_hook(myhook),
+        lambda lib, x, h: x.register_hook(lambda g: g.double()),
+        lambda lib, x, h: x.register_hook(lambda g: 3),
+        lambda lib, x, h: h.grad_fn.register_prehook(lambda go: (go[0].sum(),)),
+        lambda lib, x, h: h.grad_fn.register_hook(lambda gi, go: (gi[0].sum(), None)),
+    ]
+    for case in cases:
+        errs = []
+        for lib in (ember, torch):
+            x = lib.ones(3, requires_grad=True)
+            h = x * 2
+            case(lib, x, h)
+            with pytest.raises((RuntimeError, TypeError)) as info:
+                h.sum().backward()
+            errs.append((type(info.value), str(info.value).replace("torch.", "ember.")))
+        assert errs[0] == errs[1]

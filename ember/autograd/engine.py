@@ -212,8 +212,30 @@ def _apply_tensor_hooks(node, nr: int, g):
                 if graph.TRACE[0] is not None:
                     graph.TRACE[0].hook("tensor_hook", node, fn, g, r, nr)
                 if r is not None:
-                    g = r
+                    g = _checked(fn, g, r)
     return g
+
+
+def _checked(fn, old, new):
+    """A hook's replacement gradient must be a tensor of the same shape and dtype (torch)."""
+    from ember._dtype import TYPE_NAMES
+    from ember._tensor import Tensor
+
+    name = getattr(fn, "__name__", type(fn).__name__)
+    if not isinstance(new, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+    if old is None:
+        return new
+    if new.shape != old.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if new.dtype is not old.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was "
+                           f"{TYPE_NAMES[old.dtype]} got {TYPE_NAMES[new.dtype]})")
+    return new
+
+
+def _checked_all(fn, old, new) -> list:
+    return [n if n is None or o is None else _checked(fn, o, n) for o, n in zip(old, new)]
 
 
 def _run_node(node, grads: list) -> tuple:
@@ -229,7 +251,7 @@ def _run_node(node, grads: list) -> tuple:
                 if tr is not None:
                     tr.hook("tensor_hook", node, fn, g, r, nr)
                 if r is not None:
-                    g = r
+                    g = _checked(fn, g, r)
             grads[nr] = g
     if node._retain_hooks:
         for nr, ref in node._retain_hooks.items():
@@ -245,7 +267,7 @@ def _run_node(node, grads: list) -> tuple:
             if tr is not None:
                 tr.hook("pre_hook", node, fn, grads, r)
             if r is not None:
-                grads = list(r)
+                grads = _checked_all(fn, grads, r)
     if all(g is None for g in grads):
         outs = (None,) * len(node.next_functions)
     else:
@@ -257,12 +279,16 @@ def _run_node(node, grads: list) -> tuple:
     if graph.ANOMALY[0] and graph.ANOMALY[1]:
         _check_nan(node, outs)
     if node._post_hooks:
+        shapes = node._shapes
+        if shapes is not None:  # post-hooks see grads already summed to the inputs' shapes
+            outs = tuple(g if g is None or g.shape == shapes[i] else _sum_to(g, shapes[i], node, i)
+                         for i, g in enumerate(outs))
         for fn in tuple(node._post_hooks.values()):
             r = fn(outs, tuple(grads))
             if tr is not None:
                 tr.hook("post_hook", node, fn, outs, r)
             if r is not None:
-                outs = tuple(r)
+                outs = tuple(_checked_all(fn, outs, r))
     return outs
 
 
