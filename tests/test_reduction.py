@@ -340,3 +340,16 @@ def test_logcumsumexp_stable_and_fd():
     x = arr(3, 4, dtype="float64")
     fd_check(lambda t: t.logcumsumexp(1), x)
     gradgrad_check(lambda t: t.logcumsumexp(0), x)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: x.sum(axis=0), lambda m, x: m.sum(x, axis=1, keepdims=True),
+    lambda m, x: x.mean(axis=-1), lambda m, x: x.std(axis=0), lambda m, x: x.max(axis=0),
+    lambda m, x: x.amax(axis=1, keepdims=True), lambda m, x: x.argmax(axis=0),
+    lambda m, x: x.prod(axis=0), lambda m, x: x.logsumexp(axis=0), lambda m, x: x.cumsum(axis=1),
+    lambda m, x: x.sort(axis=0), lambda m, x: x.median(axis=0), lambda m, x: x.norm(dim=0),
+    lambda m, x: m.std_mean(x, axis=0), lambda m, x: x.topk(1, axis=0),
+    lambda m, x: m.cummax(x, axis=0), lambda m, x: x.count_nonzero(axis=0),
+])
+def test_numpy_style_axis_and_keepdims(fn):
+    check(fn, arr(3, 4))

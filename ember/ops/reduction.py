@@ -6,6 +6,8 @@ reduction_minmax.py, cumulative ops in reduction_cum.py, norms in reduction_norm
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 
 import numpy as np
@@ -30,6 +32,30 @@ def norm_dims(dim, ndim: int) -> tuple:
     if not ndim:
         return ()
     return tuple(sorted(dims)) if dims else tuple(range(ndim))
+
+
+def numpy_aliases(table: dict) -> dict:
+    """Let ``axis=`` / ``keepdims=`` stand for ``dim=`` / ``keepdim=``, as torch's arg parser does.
+
+    Only functions that take ``dim`` or ``keepdim`` are wrapped; the common path (no alias in
+    the keywords) costs one membership test.
+    """
+    out = {}
+    for name, fn in table.items():
+        params = inspect.signature(fn).parameters if callable(fn) else {}
+        if "dim" not in params and "keepdim" not in params:
+            out[name] = fn
+            continue
+
+        def wrapper(*args, _fn=fn, **kw):
+            if kw and ("axis" in kw or "keepdims" in kw):
+                if "axis" in kw:
+                    kw["dim"] = kw.pop("axis")
+                if "keepdims" in kw:
+                    kw["keepdim"] = kw.pop("keepdims")
+            return _fn(*args, **kw)
+        out[name] = functools.wraps(fn)(wrapper)
+    return out
 
 
 def unsqueeze_to(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
@@ -377,8 +403,8 @@ def count_nonzero(x: Tensor, dim=None) -> Tensor:
     return Tensor._make(np.asarray(np.count_nonzero(x._data, axis=dims), dtype=np.int64))
 
 
-METHODS = {
+METHODS = numpy_aliases({
     "sum": sum, "mean": mean, "nansum": nansum, "nanmean": nanmean, "prod": prod, "var": var,
     "std": std, "logsumexp": logsumexp, "all": all, "any": any, "count_nonzero": count_nonzero,
-}
-FUNCTIONS = dict(METHODS, var_mean=var_mean, std_mean=std_mean)
+})
+FUNCTIONS = dict(METHODS, **numpy_aliases({"var_mean": var_mean, "std_mean": std_mean}))

@@ -11,7 +11,7 @@ import numpy as np
 from ember import return_types
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
-from ember.ops.reduction import norm_dims, unsqueeze_to
+from ember.ops.reduction import norm_dims, numpy_aliases, unsqueeze_to
 from ember.ops.sorting import _finish_selection, _Selection, scalar_selection
 
 
@@ -224,8 +224,8 @@ def aminmax(x: Tensor, *, dim: int | None = None, keepdim: bool = False):
     return return_types.aminmax(*Aminmax.apply(x, dims=dims, keepdim=keepdim))
 
 
-METHODS = {
+METHODS = numpy_aliases({
     "max": max, "min": min, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin,
     "aminmax": aminmax,
-}
+})
 FUNCTIONS = dict(METHODS)

@@ -10,7 +10,7 @@ from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops.pointwise import where
-from ember.ops.reduction import norm_dims, unsqueeze_to
+from ember.ops.reduction import norm_dims, numpy_aliases, unsqueeze_to
 
 INF = math.inf
 
@@ -100,5 +100,5 @@ def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
     return vector_norm(x, p, dim, keepdim, dtype=dtype)
 
 
-METHODS = {"norm": norm}
-FUNCTIONS = {"norm": norm}
+METHODS = numpy_aliases({"norm": norm})
+FUNCTIONS = dict(METHODS)

@@ -12,6 +12,7 @@ import numpy as np
 from ember import return_types
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops.reduction import numpy_aliases
 
 
 class _TakeAlong(Op):
@@ -325,8 +326,8 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
     return out[0] if len(out) == 1 else tuple(out)
 
 
-METHODS = {
+METHODS = dict(numpy_aliases({
     "sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue,
-    "median": median, "nanmedian": nanmedian, "mode": mode, "unique": unique,
-}
+    "median": median, "nanmedian": nanmedian, "mode": mode,
+}), unique=unique)
 FUNCTIONS = dict(METHODS)
