@@ -176,6 +176,8 @@ COPIES = [
     (lambda m, x: x.repeat_interleave(2, dim=0), arr(2, 3)),
     (lambda m, x: x.repeat_interleave(3), arr(2, 2)),
     (lambda m, x: x.repeat_interleave(m.tensor([1, 0, 2]), dim=1), arr(2, 3)),
+    (lambda m, x: x.repeat_interleave(m.tensor(2), dim=0), arr(2, 3)),
+    (lambda m, x: m.repeat_interleave(x, 2, dim=-1), noncontig(2, 3)),
     (lambda m, x: x.flip(0), arr(3, 4)),
     (lambda m, x: m.flip(x, (0, 1)), negstride(3, 4)),
     (lambda m, x: x.flip([]), arr(3)),
@@ -204,8 +206,7 @@ COPIES = [
 @pytest.mark.parametrize("fn,a", COPIES)
 def test_copy_ops_match_torch(fn, a):
     eo, to = check(fn, a)
-    assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__ or \
-        type(to.grad_fn).__name__ == "ViewBackward0"  # repeat_interleave(int): see README
+    assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
 
 
 @pytest.mark.parametrize("fn,a", COPIES)
@@ -228,7 +229,14 @@ def test_copy_int_dtypes():
         check(fn, a)
 
 
+def test_repeat_interleave_counts_only():
+    check(lambda m, c: m.repeat_interleave(c), np.array([1, 2, 0, 3]))
+
+
 def test_copy_errors():
+    check_error(lambda m, x: x.repeat_interleave(m.tensor([1, 2]), dim=0), arr(3),
+                match="repeats must have the same size")
+    check_error(lambda m, x: x.repeat_interleave(-1), arr(3), match="negative")
     check_error(lambda m, x: x.repeat(2), arr(2, 3), match="can not be smaller")
     check_error(lambda m, x: x.fliplr(), arr(3), match=">= 2-d")
     check_error(lambda m, x: x.roll((1, 2), 0), arr(3), match="shifts and dimensions")

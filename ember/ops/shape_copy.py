@@ -57,15 +57,17 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
         x, d = x.reshape(-1), 0
     else:
         d = _wrap_dim(dim, x.ndim)
-    if isinstance(repeats, Tensor) and repeats.numel() != 1:
+    n = x._data.shape[d]
+    if isinstance(repeats, Tensor):
         counts = repeats._data.astype(np.int64)
-        if counts.ndim != 1 or counts.size != x._data.shape[d]:
+        if counts.size == 1:
+            counts = np.broadcast_to(counts.reshape(-1), (n,))
+        if counts.ndim != 1 or counts.size != n:
             raise RuntimeError("repeats must have the same size as input along dim, but got "
-                               f"repeats.size(0) = {counts.size} and input.size({d}) = "
-                               f"{x._data.shape[d]}")
+                               f"repeats.size(0) = {counts.size} and input.size({d}) = {n}")
         if (counts < 0).any():
             raise RuntimeError("repeats can not be negative")
-        idx = Tensor._make(np.repeat(np.arange(counts.size, dtype=np.int64), counts))
+        idx = Tensor._make(np.repeat(np.arange(n, dtype=np.int64), counts))
         return x.index_select(d, idx)
     r = int(repeats)
     if r < 0:
@@ -73,7 +75,9 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
     shape = list(x.shape)
     exp = x.unsqueeze(d + 1).expand(*shape[:d + 1], r, *shape[d + 1:])
     shape[d] *= r
-    return exp.reshape(shape)
+    from ember.ops.pointwise import clone
+
+    return clone(exp).view(shape)  # torch's node chain: Unsqueeze, Expand, Clone, View
 
 
 class Flip(Op):
