@@ -159,10 +159,12 @@ class RNNBase(Module):
             for d in range(dirs):
                 k = layer * dirs + d
                 w = self._weights(layer, d)
-                proj = linear(x, w["weight_ih"], w["bias_ih"])  # all time steps: one GEMM
+                # All time steps in one GEMM; unbind gives one node whose backward stacks
+                # the per-step grads (indexing per step would sum T dense grads).
+                proj = linear(x, w["weight_ih"], w["bias_ih"]).unbind(0)
                 h = h0[k]
                 c = c0[k] if c0 is not None else None
-                steps = range(x.shape[0] - 1, -1, -1) if d else range(x.shape[0])
+                steps = range(len(proj) - 1, -1, -1) if d else range(len(proj))
                 seq = [None] * x.shape[0]
                 for t in steps:
                     if self.mode == "LSTM":
