@@ -357,6 +357,54 @@ class Threshold(Op):
         return g * _const(x._data > ctx.threshold, x._data)
 
 
+class Hardshrink(Op):
+    node_name = "HardshrinkBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, lambd=0.5):
+        ctx.lambd = lambd
+        return np.where(np.abs(x) > lambd, x, np.zeros((), x.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * _const(np.abs(x._data) > ctx.lambd, x._data)
+
+
+class Softshrink(Hardshrink):
+    node_name = "SoftshrinkBackward0"
+
+    @staticmethod
+    def forward(ctx, x, lambd=0.5):
+        ctx.lambd = lambd
+        shrunk = x - np.sign(x) * np.asarray(lambd, x.dtype)
+        return np.where(np.abs(x) > lambd, shrunk, np.zeros((), x.dtype))
+
+
+class Glu(Op):
+    """``a * sigmoid(b)`` for the two halves of ``x`` along ``dim``."""
+
+    node_name = "GluBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, dim=-1):
+        ctx.dim = dim
+        a, b = np.split(x, 2, axis=dim)
+        e = np.exp(-np.abs(b))
+        return (a * np.where(b >= 0, 1 / (1 + e), e / (1 + e))).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        a, b = x.chunk(2, ctx.dim)
+        s = sigmoid(b)
+        from ember.ops.joining import cat
+
+        return cat([g * s, g * a * s * (1 - s)], ctx.dim)
+
+
 class PreluKernel(Op):
     """PReLU with the weight already viewed to broadcast over the channel dim."""
 

@@ -34,6 +34,10 @@ FUNCS = [
     ("log_softmax", lambda F, x: F.log_softmax(x, dim=1)),
     ("softmin", lambda F, x: F.softmin(x, dim=1)),
     ("softmax_dtype", lambda F, x: F.softmax(x, 1, dtype=F_dtype(F))),
+    ("hardshrink", lambda F, x: F.hardshrink(x, 0.3)),
+    ("softshrink", lambda F, x: F.softshrink(x)),
+    ("glu", lambda F, x: F.glu(x[:, :4], 1)),
+    ("glu0", lambda F, x: F.glu(x[:2], 0)),
 ]
 
 
@@ -63,15 +67,15 @@ def test_functional_layouts(name, fn):
 def test_functional_fd(name, fn):
     # Keep away from kinks (relu at 0, hardtanh at its bounds) for central differences.
     x = arr(3, 4, rng=np.random.default_rng(1))
-    x[np.abs(x) < 0.05] = 0.3
+    x[np.abs(x) < 0.05] = 0.7
     fd_check(lambda t: fn(ember.nn.functional, t), x)
 
 
-@pytest.mark.parametrize("name", ["gelu", "elu", "silu", "mish", "softmax", "log_softmax",
+@pytest.mark.parametrize("name", ["glu", "elu", "silu", "mish", "softmax", "log_softmax",
                                   "softplus", "logsigmoid", "gelu_tanh", "selu"])
 def test_functional_gradgrad(name):
     fn = dict(FUNCS)[name]
-    gradgrad_check(lambda t: fn(ember.nn.functional, t), arr(2, 3, rng=np.random.default_rng(2)))
+    gradgrad_check(lambda t: fn(ember.nn.functional, t), arr(2, 4, rng=np.random.default_rng(2)))
 
 
 def test_softmax_stable_for_huge_logits():
@@ -111,6 +115,14 @@ def test_inplace_variants_match_torch():
         check(run, arr(3, 4))
 
 
+def test_glu_softmax2d_errors():
+    check_error(lambda m, x: m.nn.functional.glu(x, 1), arr(2, 3),
+                match="Halving dimension must be even, but dimension 1 is size 3")
+    check_error(lambda m, x: m.nn.Softmax2d()(x), arr(3),
+                match="Softmax2d: expected input to be 3D or 4D, got 1D instead")
+    check_error(lambda m, x: m.nn.functional.softshrink(x, -1.0), arr(3))
+
+
 def test_hardtanh_bad_bounds():
     check_error(lambda m, x: m.nn.functional.hardtanh(x, 2.0, 1.0), arr(3))
     with pytest.raises(AssertionError):
@@ -127,7 +139,8 @@ LAYERS = [
     ("LogSigmoid", (), {}), ("Softmax", (1,), {}), ("Softmax", (), {"dim": -1}),
     ("LogSoftmax", (), {"dim": 1}), ("Softmin", (0,), {}), ("Softsign", (), {}),
     ("Threshold", (0.1, 20), {}), ("Tanhshrink", (), {}), ("PReLU", (), {}),
-    ("PReLU", (3,), {}), ("PReLU", (), {"init": 0.1}),
+    ("PReLU", (3,), {}), ("PReLU", (), {"init": 0.1}), ("Hardshrink", (0.3,), {}),
+    ("Softshrink", (), {}), ("GLU", (), {}), ("Softmax2d", (), {}),
 ]
 
 

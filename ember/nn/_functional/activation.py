@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember._tensor import Tensor
+from ember._tensor import Tensor, _wrap_dim
 from ember.ops import activation as A
 from ember.ops.inplace import apply_inplace
 from ember.ops.pointwise import sigmoid as _sigmoid
@@ -145,6 +145,27 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _maybe_inplace(input, True, A.Threshold.apply, threshold=threshold, value=value)
 
 
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return A.Hardshrink.apply(input, lambd=lambd)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return A.Softshrink.apply(input, lambd=lambd)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: first half times sigmoid of the second half along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _wrap_dim(dim, input.ndim)
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{input.shape[d]}")
+    return A.Glu.apply(input, dim=d)
+
+
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return A.prelu(input, weight)
 
@@ -168,5 +189,6 @@ __all__ = [
     "relu", "relu_", "relu6", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "elu",
     "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "hardsigmoid",
     "hardswish", "sigmoid", "tanh", "logsigmoid", "softplus", "softsign", "tanhshrink",
-    "threshold", "threshold_", "prelu", "softmax", "log_softmax", "softmin",
+    "threshold", "threshold_", "prelu", "softmax", "log_softmax", "softmin", "hardshrink",
+    "softshrink", "glu",
 ]

@@ -209,6 +209,46 @@ class Threshold(Module):
         return f"threshold={self.threshold}, value={self.value}{_inplace_str(self.inplace)}"
 
 
+class Hardshrink(Module):
+    _fn = staticmethod(F.hardshrink)
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self)._fn(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    _fn = staticmethod(F.softshrink)
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channel dim of (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             "instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
 class _SoftmaxBase(Module):
     _fn = None
 
@@ -243,5 +283,6 @@ class Softmin(_SoftmaxBase):
 __all__ = [
     "ReLU", "ReLU6", "SELU", "SiLU", "Mish", "Hardsigmoid", "Hardswish", "Hardtanh",
     "LeakyReLU", "ELU", "CELU", "PReLU", "GELU", "Sigmoid", "Tanh", "LogSigmoid", "Softsign",
-    "Tanhshrink", "Softplus", "Threshold", "Softmax", "LogSoftmax", "Softmin",
+    "Tanhshrink", "Softplus", "Threshold", "Softmax", "LogSoftmax", "Softmin", "Hardshrink",
+    "Softshrink", "GLU", "Softmax2d",
 ]
