@@ -428,3 +428,20 @@ def test_broadcasting_hypothesis(name, shape, drop, seed):
     b = rng.uniform(0.5, 2, sb).astype(np.float32)
     check(lambda m, x, y: getattr(m, name)(x, y), a, b, seed=seed)
     check(lambda m, x, y: getattr(m, name)(y, x), a, b, seed=seed)
+
+
+def test_isclose_allclose_equal():
+    a = np.array([1.0, np.nan, np.inf, 2.0], dtype=np.float32)
+    b = np.array([1.0 + 1e-6, np.nan, np.inf, 2.1], dtype=np.float32)
+    for fn in (lambda m, x, y: m.isclose(x, y), lambda m, x, y: m.isclose(x, y, equal_nan=True),
+               lambda m, x, y: m.isclose(x, y, rtol=0.1), lambda m, x, y: m.allclose(x, y),
+               lambda m, x, y: x.allclose(y, atol=0.2, equal_nan=True),
+               lambda m, x, y: m.equal(x, y), lambda m, x, y: m.equal(x, x),
+               lambda m, x, y: x.equal(x[:2])):
+        check(fn, a, b, grad=False)
+    i = np.array([1, 2, 3], dtype=np.int64)
+    check(lambda m, x: m.equal(x, x.float()), i, grad=False)
+    check(lambda m, x: m.allclose(x, x + 1, atol=1), i, grad=False)
+    check_error(lambda m, x: m.isclose(x, x.double()), a, match="did not match")
+    check_error(lambda m, x: m.isclose(x, 1.0), a, match="must be Tensor")
+    check_error(lambda m, x: m.isclose(x, x, rtol=-1), a, match="rtol must be greater")

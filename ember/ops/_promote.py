@@ -53,16 +53,20 @@ def check_broadcast(a: tuple, b: tuple) -> None:
 
 def binary_args(a, b, float_result: bool = False):
     """Promote ``a`` (a Tensor) and ``b`` (Tensor or scalar) to one dtype, torch's way."""
-    if isinstance(b, Tensor):
+    tb = type(b)
+    ad = a._data.dtype
+    # Fast paths first: they are most of what a training loop does.
+    if tb is Tensor or isinstance(b, Tensor):
         if a._data.shape != b._data.shape:
             check_broadcast(a._data.shape, b._data.shape)
-        if b._data.dtype == a._data.dtype:
-            dt = a.dtype
-        else:
-            dt = _dtype.result_type((a, b))
+        if b._data.dtype == ad and (not float_result or ad.kind == "f"):
+            return a, b
+        dt = _dtype.result_type((a, b))
         if float_result and not dt.is_floating_point:
             dt = _dtype.get_default_dtype()
         return cast(a, dt), cast(b, dt)
+    if (tb is float or tb is int) and ad.kind == "f":
+        return a, Tensor._make(np.array(b, dtype=ad))
     if as_tensor_arg(b) is None:
         dt = _dtype.result_type((a,), (b,))
         if float_result and not dt.is_floating_point:

@@ -216,10 +216,22 @@ _BOOL_SUB = ("Subtraction, the `-` operator, with two bool tensors is not suppor
              "`^` or `logical_xor()` operator instead.")
 
 
+def _check_sub(a: Tensor, b) -> None:
+    """torch refuses ``-`` whenever a bool is involved (a bool scalar counts)."""
+    b_bool = b.dtype is _dtype.bool_ if isinstance(b, Tensor) else isinstance(b, bool | np.bool_)
+    a_bool = a.dtype is _dtype.bool_
+    if a_bool and b_bool:
+        raise RuntimeError(_BOOL_SUB)
+    if a_bool or b_bool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
 def sub(a, b, *, alpha=1) -> Tensor:
     a, b = _lhs_tensor(a, b)
-    if a.dtype is _dtype.bool_ and (not isinstance(b, Tensor) or b.dtype is _dtype.bool_):
-        raise RuntimeError(_BOOL_SUB)
+    if a._data.dtype == np.bool_ or (type(b) is not Tensor or b._data.dtype == np.bool_):
+        _check_sub(a, b)
     a, b = binary_args(a, b)
     if alpha != 1:
         _check_alpha(a, alpha)
@@ -228,8 +240,7 @@ def sub(a, b, *, alpha=1) -> Tensor:
 
 def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
     """``b - alpha * a`` (``torch.rsub``; also the reflected ``scalar - tensor``)."""
-    if a.dtype is _dtype.bool_ and (not isinstance(b, Tensor) or b.dtype is _dtype.bool_):
-        raise RuntimeError(_BOOL_SUB)
+    _check_sub(a, b)
     a, b2 = binary_args(a, b)
     if alpha != 1:
         _check_alpha(a, alpha)

@@ -108,7 +108,9 @@ class LerpT(Op):
             (g * (b - a) if need[2] else None)
 
 
-_CTYPE = {"float32": "float", "float64": "double", "float16": "c10::Half"}
+_CTYPE = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short",
+          "int32": "int", "int64": "long int", "float16": "c10::Half", "float32": "float",
+          "float64": "double", "bfloat16": "c10::BFloat16"}
 
 
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
@@ -116,19 +118,23 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     if not isinstance(end, Tensor):
         raise TypeError(f"lerp() received an invalid combination of arguments - got (Tensor, "
                         f"{type(end).__name__}, {type(weight).__name__})")
+    want = _CTYPE[input.dtype.name]
     if end.dtype is not input.dtype:
-        raise RuntimeError(f"expected dtype {_CTYPE.get(input.dtype.name, input.dtype.name)} for "
-                           f"`end` but got dtype {_CTYPE.get(end.dtype.name, end.dtype.name)}")
-    if not input.dtype.is_floating_point:
-        raise not_for("lerp_kernel_scalar", input.dtype)
-    if isinstance(weight, Tensor):
-        if weight.dtype is not input.dtype and weight.ndim:
-            raise RuntimeError(f"expected dtype {input.dtype.name} for `weight` but got dtype "
-                               f"{weight.dtype.name}")
-        binary_args(input, end)
-        binary_args(input, weight)
-        return LerpT.apply(input, end, cast(weight, input.dtype))
+        raise RuntimeError(f"expected dtype {want} for `end` but got dtype "
+                           f"{_CTYPE[end.dtype.name]}")
+    is_t = isinstance(weight, Tensor)
+    if is_t and weight.dtype is not input.dtype and weight.ndim:  # 0-d weights of any dtype
+        raise RuntimeError(f"expected dtype {want} for `weight` but got dtype "
+                           f"{_CTYPE[weight.dtype.name]}")
+    # A 0-d weight takes part in type promotion (lerp(int, int, tensor(0.5)) is float).
+    dt = _dtype.result_type((input, end, weight)) if is_t else input.dtype
+    if not dt.is_floating_point:
+        raise not_for("lerp_kernel_tensor" if is_t else "lerp_kernel_scalar", dt)
     binary_args(input, end)
+    input, end = cast(input, dt), cast(end, dt)
+    if is_t:
+        binary_args(input, weight)
+        return LerpT.apply(input, end, cast(weight, dt))
     return Lerp.apply(input, end, weight=weight)
 
 

@@ -11,7 +11,7 @@ from ember import _dtype
 from ember._tensor import Tensor
 from ember.ops._promote import binary_args
 from ember.ops.pointwise import _lhs_tensor
-from ember.ops.pointwise_more import _r, not_for
+from ember.ops.pointwise_more import _CNAME, _r, not_for
 
 
 def _bitwise(ufunc, kernel: str, name: str):
@@ -90,13 +90,46 @@ def signbit(x: Tensor) -> Tensor:
     return Tensor._make(np.signbit(x._data))
 
 
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """``|input - other| <= atol + rtol * |other|``, elementwise."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{_CNAME[input.dtype.name]} did not match "
+                           f"{_CNAME[other.dtype.name]}")
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if v < 0:
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got {v}")
+    binary_args(input, other)  # torch's broadcast error
+    with np.errstate(invalid="ignore", over="ignore"):
+        return Tensor._make(np.isclose(input._data, other._data, rtol=rtol, atol=atol,
+                                       equal_nan=equal_nan))
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """Whether every element of ``input`` is close to ``other`` (see ``isclose``)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True if both tensors have the same shape and elements (NaN is never equal)."""
+    if input.shape != other.shape:
+        return False
+    a, b = binary_args(input, other)
+    return bool(np.array_equal(a._data, b._data))
+
+
 _NAMES = {
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
     "bitwise_not": bitwise_not, "bitwise_left_shift": bitwise_left_shift,
     "bitwise_right_shift": bitwise_right_shift, "logical_and": logical_and,
     "logical_or": logical_or, "logical_xor": logical_xor, "logical_not": logical_not,
     "isnan": isnan, "isinf": isinf, "isposinf": isposinf, "isneginf": isneginf,
-    "isfinite": isfinite, "isreal": isreal, "signbit": signbit,
+    "isfinite": isfinite, "isreal": isreal, "signbit": signbit, "isclose": isclose,
+    "allclose": allclose, "equal": equal,
 }
 METHODS = dict(
     _NAMES, __and__=bitwise_and, __rand__=_r(bitwise_and), __or__=bitwise_or,

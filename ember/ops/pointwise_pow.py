@@ -101,16 +101,25 @@ def pow(a, b) -> Tensor:
         return rpow(b, a)
     if not isinstance(b, Tensor):
         dt = _dtype.result_type((a,), (b,))
+        if dt is _dtype.bool_:  # bool ** True is the tensor, bool ** False is all True
+            return Tensor._make(a._data.copy() if b else np.ones_like(a._data))
         if not dt.is_floating_point and b < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         return PowScalar.apply(cast(a, dt), exponent=b)
     a, b = binary_args(a, b)
+    _check_bool(a.dtype)
     return Pow.apply(a, b)
+
+
+def _check_bool(dt: _dtype.dtype) -> None:
+    if dt is _dtype.bool_:
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
 
 
 def rpow(b: Tensor, base) -> Tensor:
     """``base ** b`` for a Python-number base."""
     dt = _dtype.result_type((b,), (base,))
+    _check_bool(dt)
     return RPowScalar.apply(cast(b, dt), base=base)
 
 
