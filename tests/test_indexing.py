@@ -5,6 +5,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig
 
 import ember
@@ -455,3 +457,63 @@ def test_scatter_reduce_errors_and_inplace():
     check_error(lambda m, x, i: x.scatter_reduce(0, i, x[:2], "foo"), arr(3, 4), SR_IDX,
                 match="reduce argument must be either sum, prod, mean, amax or amin")
     check(lambda m, x, i: x.clone().scatter_reduce_(0, i, x[:2] * 2, "amax"), arr(3, 4), SR_IDX)
+
+
+# --- random keys (hypothesis) ---------------------------------------------------------------
+
+
+@st.composite
+def _keys(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    items, dim, ellipsis = [], 0, False
+    while dim < len(shape) and draw(st.booleans()):
+        size = shape[dim]
+        kind = draw(st.sampled_from(["int", "slice", "none", "list", "mask", "ellipsis"]))
+        if kind == "int":
+            items.append(("int", draw(st.integers(-size, size - 1))))
+        elif kind == "slice":
+            items.append(("slice", slice(draw(st.integers(-5, 5) | st.none()),
+                                         draw(st.integers(-5, 5) | st.none()),
+                                         draw(st.integers(1, 3) | st.none()))))
+        elif kind == "none":
+            items.append(("none", None))
+            continue
+        elif kind == "list":
+            items.append(("list", draw(st.lists(st.integers(-size, size - 1), max_size=3))))
+        elif kind == "mask":
+            items.append(("mask", draw(st.lists(st.booleans(), min_size=size, max_size=size))))
+        elif not ellipsis:
+            ellipsis = True
+            items.append(("ellipsis", Ellipsis))
+            dim = len(shape) - sum(1 for k, _ in items if k not in ("none", "ellipsis")) + 1
+            continue
+        dim += 1
+
+    def make(m):
+        out = []
+        for kind, v in items:
+            if kind in ("list", "mask"):
+                out.append(m.tensor(v, dtype=m.int64 if kind == "list" else m.bool))
+            else:
+                out.append(v)
+        return tuple(out)
+    return shape, make
+
+
+@settings(max_examples=40, deadline=None)
+@given(_keys())
+def test_random_keys_get_and_set_match_torch(case):
+    shape, make = case
+    a = arr(*shape)
+    try:
+        torch.zeros(shape)[make(torch)]
+    except IndexError:  # e.g. index lists that do not broadcast together
+        check_error(lambda m, x: x[make(m)], a)
+        return
+    check(lambda m, x: x[make(m)], a)
+
+    def setter(m, x):
+        y = x * 1
+        y[make(m)] = 0.5
+        return y
+    check(setter, a)
