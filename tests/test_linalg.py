@@ -424,3 +424,24 @@ def test_slogdet_logdet_matrix_power():
     fd_check(lambda t: ember.linalg.slogdet(t)[1], a64)
     gradgrad_check(lambda t: ember.logdet(t), a64)
     gradgrad_check(lambda t: ember.linalg.matrix_power(t, 3), a64)
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda a, b: ember.mm(a, b) ** 2, [(2, 3), (3, 2)]),
+    (lambda a, b: ember.bmm(a, b) ** 2, [(2, 2, 3), (2, 3, 2)]),
+    (lambda a, b: ember.mv(a, b) ** 2, [(2, 3), (3,)]),
+    (lambda a, b: ember.dot(a, b) * a, [(3,), (3,)]),
+    (lambda a, b: ember.vdot(a, b) * b, [(3,), (3,)]),
+    (lambda c, a, b: ember.addmm(c, a, b, beta=0.5, alpha=2.0) ** 2, [(2,), (2, 3), (3, 2)]),
+    (lambda c, a, b: ember.addmv(c, a, b, alpha=2.0) ** 2, [(2,), (2, 3), (3,)]),
+    (lambda c, a, b: ember.baddbmm(c, a, b, beta=2.0) ** 2, [(1, 2), (2, 2, 3), (2, 3, 2)]),
+    (lambda c, a, b: ember.addbmm(c, a, b, alpha=0.5) ** 2, [(2, 2), (2, 2, 3), (2, 3, 2)]),
+    (lambda a, b: ember.tensordot(a, b, ([0, 2], [1, 0])) ** 2, [(2, 3, 2), (2, 2, 2)]),
+    (lambda a, b: (a @ b) ** 2, [(2, 1, 2, 3), (2, 3, 2)]),
+    (lambda a, b: (a @ b) ** 2, [(3,), (2, 3, 2)]),
+    (lambda a, b: (a @ b) ** 2, [(2, 3), (2, 3, 2)]),
+])
+def test_products_fd_and_gradgrad(fn, shapes):
+    ops = [arr(*s, dtype="float64") for s in shapes]
+    fd_check(fn, *ops)
+    gradgrad_check(fn, *ops)
