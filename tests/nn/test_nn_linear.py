@@ -210,3 +210,14 @@ def test_linear_dtype_errors_match_torch():
     check_error(lin, arr(2, 3), arr(4, 3), arr(4, dtype="float64"),
                 match="self and mat2 must have the same dtype, but got Double and Float")
     check_error(lin, arr(2, 3), arr(4, 3), arr(5))
+
+
+def test_bilinear_pairwise_fd_and_embedding_init():
+    Fe = ember.nn.functional
+    fd_check(lambda a, b, w, c: Fe.bilinear(a, b, w, c), arr(2, 3), arr(2, 2), arr(4, 3, 2),
+             arr(4))
+    fd_check(lambda a, b: Fe.pairwise_distance(a, b), arr(3, 4), arr(3, 4))
+    gradgrad_check(lambda a, w: Fe.bilinear(a, a[:, :2], w), arr(2, 3), arr(2, 3, 2))
+    w = ember.nn.Embedding(500, 200).weight.detach().numpy()
+    np.testing.assert_allclose(w.mean(), 0, atol=0.01)
+    np.testing.assert_allclose(w.std(), 1, rtol=0.01)

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from layer_oracle import assert_same_structure, compare_layer
 from oracle import arr, check, check_error, fd_check, gradgrad_check
 
@@ -259,3 +261,34 @@ def test_legacy_size_average_reduce():
     assert e.reduction == "sum"
     with pytest.warns(UserWarning):
         assert ember.nn.L1Loss(reduce=False).reduction == "none"
+
+
+def test_more_fd_checks():
+    Fe = ember.nn.functional
+    fd_check(lambda a, b: Fe.kl_div(a, b, reduction="batchmean"), np.log(probs(3, 4)),
+             probs(3, 4))
+    fd_check(lambda a, b: Fe.kl_div(a, b, reduction="sum", log_target=True),
+             np.log(probs(3, 4)), np.log(probs(3, 4)))
+    t = ember.tensor([1, -1, 1])
+    fd_check(lambda a, b: Fe.cosine_embedding_loss(a, b, t, margin=-0.5), arr(3, 4), arr(3, 4))
+    fd_check(lambda a, b: Fe.smooth_l1_loss(a, b, reduction="none"), arr(2, 3), arr(2, 3) + 0.1)
+    p = R.uniform(0.1, 0.9, (2, 3))
+    fd_check(lambda a, b: Fe.binary_cross_entropy(a, b), p, R.random((2, 3)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.data())
+def test_cross_entropy_random_shapes(shape, data):
+    dim_count = len(shape)
+    rng = np.random.default_rng(len(shape) * 7 + sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    n_classes = shape[1] if dim_count > 1 else shape[0]
+    tshape = (shape[0], *shape[2:]) if dim_count > 1 else ()
+    t = rng.integers(0, n_classes, size=tshape).astype(np.int64)
+    reduction = data.draw(st.sampled_from(RED))
+    smoothing = data.draw(st.sampled_from([0.0, 0.25]))
+    check(lambda m, a, b: F(m).cross_entropy(a, b, reduction=reduction,
+                                             label_smoothing=smoothing), x, t)
+    dim = data.draw(st.integers(-dim_count, dim_count - 1))
+    check(lambda m, a: F(m).log_softmax(a, dim), x)
+    check(lambda m, a: F(m).softmax(a * 30, dim), x)
