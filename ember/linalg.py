@@ -274,13 +274,13 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     """Vector norm for 1-D input or an int ``dim``; matrix norm for 2-D input or a 2-tuple."""
     if dim is not None and not isinstance(dim, int):
         dim = tuple(dim)
+    if dim is None and ord is not None and A.ndim not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
+                           f"1D or 2D. Got {A.ndim}D.")
     if isinstance(dim, tuple) and len(dim) == 2 or dim is None and A.ndim == 2 and \
             ord is not None:
         return matrix_norm(A, "fro" if ord is None else ord, dim or (-2, -1), keepdim,
                            dtype=dtype)
-    if isinstance(ord, str):
-        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
-                           f"1D or 2D. Got {A.ndim}D.")
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 

@@ -254,6 +254,11 @@ def test_matrix_norms(fn):
     (lambda m, x: x.norm(dim=(0, 1, 0)), None),
     (lambda m, x: m.linalg.norm(x, "fro"), "If dim is not specified but ord is"),
     (lambda m, x: x.norm(dim=3), "Dimension out of range"),
+    (lambda m, x: m.linalg.norm(x, ord=2), "the input must be 1D or 2D. Got 3D."),
+    (lambda m, x: m.linalg.vector_norm(x, "fro"), "argument 'ord' (position 2) must be Number"),
+    (lambda m, x: x.norm(p="abc"), "Order abc not supported"),
+    (lambda m, x: m.linalg.vector_norm(x[:0], math.inf), "cannot compute the inf norm on an "
+                                                         "empty tensor"),
 ])
 def test_norm_errors(fn, match):
     check_error(fn, arr(2, 3, 4), match=match)

@@ -68,8 +68,8 @@ class LinalgVectorNorm(Op):
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """``(sum |x|^ord)^(1/ord)`` over ``dim`` (all elements by default); ord may be +-inf, 0."""
     if not isinstance(ord, int | float) or isinstance(ord, bool):
-        raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not "
-                        f"{type(ord).__name__}")
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, "
+                        f"not {type(ord).__name__}")
     if not x.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_dtype.TYPE_NAMES[x.dtype][6:-6]}")
@@ -93,7 +93,7 @@ def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
 
             return matrix_norm(x, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
         if p != "fro":
-            raise RuntimeError(f"linalg.vector_norm(): Expected ord to be a number, got {p}")
+            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
         p = 2
     if p is None:
         p = 2
