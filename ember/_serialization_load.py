@@ -14,6 +14,7 @@ import io
 import os
 import pickle
 import zipfile
+import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import IO, Any
@@ -257,15 +258,26 @@ def _open_archive(f, name: str):
 
 
 def _read_record(zf: zipfile.ZipFile, record: str, name: str, out: np.ndarray | None = None):
+    """A record's bytes, or (``out`` given) its bytes read straight into ``out``, CRC-checked."""
     try:
         if out is None:
             return zf.read(record)
-        with zf.open(record) as fh:
-            n = fh.readinto(out)
-            if n != out.nbytes or fh.read(1):
-                raise zipfile.BadZipFile(f"record has the wrong size ({n} bytes, expected "
-                                         f"{out.nbytes})")
+        info = zf.getinfo(record)
+        if info.file_size != out.nbytes:
+            raise zipfile.BadZipFile(f"record holds {info.file_size} bytes, expected "
+                                     f"{out.nbytes}")
+        if info.compress_type != zipfile.ZIP_STORED:
+            with zf.open(record) as fh:
+                fh.readinto(out)
             return out
+        # Stored records: one readinto from the file, no chunked copies through zipfile.
+        zf.fp.seek(_data_offset(zf, info))
+        n = zf.fp.readinto(out)
+        if n != out.nbytes:
+            raise zipfile.BadZipFile(f"record is truncated ({n} of {out.nbytes} bytes)")
+        if zlib.crc32(out) != info.CRC:
+            raise zipfile.BadZipFile(f"Bad CRC-32 for file {record!r}")
+        return out
     except KeyError:
         raise RuntimeError(f"PytorchStreamReader failed locating file {record}: file not found "
                            f"({name})") from None
@@ -274,25 +286,32 @@ def _read_record(zf: zipfile.ZipFile, record: str, name: str, out: np.ndarray | 
                            f"or archive is corrupted ({name}: {e})") from None
 
 
+def _data_offset(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
+    """Where a record's data starts: after its local header (whose extra field may differ
+    from the central directory's)."""
+    zf.fp.seek(info.header_offset)
+    head = zf.fp.read(30)
+    if len(head) != 30 or head[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("bad local file header")
+    return (info.header_offset + 30 + int.from_bytes(head[26:28], "little")
+            + int.from_bytes(head[28:30], "little"))
+
+
 def _mmap_record(zf: zipfile.ZipFile, record: str, path: str, name: str, dt: np.dtype,
                  numel: int) -> np.ndarray | None:
     """Map a stored record's bytes copy-on-write (torch's ``mmap=True``); None if it can't be."""
     try:
         info = zf.getinfo(record)
+        if info.compress_type != zipfile.ZIP_STORED or numel == 0:
+            return None
+        start = _data_offset(zf, info)
+        size = os.path.getsize(path)
     except KeyError:
         raise RuntimeError(f"PytorchStreamReader failed locating file {record}: file not found "
                            f"({name})") from None
-    if info.compress_type != zipfile.ZIP_STORED or numel == 0:
-        return None
-    with open(path, "rb") as fh:
-        fh.seek(info.header_offset)
-        head = fh.read(30)
-        size = os.fstat(fh.fileno()).st_size
-    if len(head) != 30 or head[:4] != b"PK\x03\x04":
+    except (zipfile.BadZipFile, OSError) as e:
         raise RuntimeError(f"PytorchStreamReader failed reading file {record}: invalid header "
-                           f"or archive is corrupted ({name})")
-    start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") \
-        + int.from_bytes(head[28:30], "little")
+                           f"or archive is corrupted ({name}: {e})") from None
     if start + numel * dt.itemsize > size or info.file_size != numel * dt.itemsize:
         raise RuntimeError(f"PytorchStreamReader failed reading file {record}: the record is "
                            f"truncated ({name})")
