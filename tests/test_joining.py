@@ -140,6 +140,21 @@ def test_split_outputs_are_views_of_input():
         assert a._version == x._version == b._version == c._version
 
 
+def test_multi_output_views_refuse_inplace_writes_under_grad():
+    def write(m, x):
+        a, b = (x.requires_grad_() * 1).split(2)
+        a[0] = 1.0
+    check_error(write, arr(4, 3), match="returns multiple views")
+    for m in (ember, torch):
+        x = m.ones(4, 3, requires_grad=True) * 1
+        with m.no_grad():
+            a, _ = x.split(2)
+            a[0] = 2.0
+        d, _ = x.detach().unbind(1)[:2]
+        d[0] = 3.0
+        assert x[0, 0].item() == 3.0 and x[0, 1].item() == 2.0
+
+
 def test_iter_uses_unbind():
     x = ember.ones(3, 2, requires_grad=True)
     rows = list(x)

@@ -378,6 +378,13 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
         return x
     base = x._base
     if base is not None and (x._rg or not base._rg):
+        multi = x.__dict__.get("_multi_view") if x._rg else None
+        if multi is not None:
+            raise RuntimeError(
+                f"Output {multi[0]} of {multi[1]} is a view and is being modified inplace. This "
+                "view is the output of a function that returns multiple views. Such functions do "
+                "not allow the output views to be modified inplace. You should replace the "
+                "inplace operation by an out-of-place one.")
         return _write_through_view(x, base, steps, key[1], v, accumulate)
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg

@@ -223,8 +223,10 @@ class Unbind(Op):
 
 
 def _views(x: Tensor, outs: tuple) -> tuple:
-    for o in outs:
+    for i, o in enumerate(outs):
         o._set_view_of(x)
+        if o._grad_fn is not None:  # torch refuses in-place writes into these (see write_at)
+            o.__dict__["_multi_view"] = (i, o._grad_fn.name())
     return outs
 
 
