@@ -139,6 +139,15 @@ def _allowed_globals() -> dict[str, Any]:
 
 _SAFE_GLOBALS: dict[str, Any] = {}
 
+# Legitimate tensor globals in torch checkpoints whose dtypes ember lacks: a clear error, not a
+# "weights only" refusal.
+_UNSUPPORTED_TENSOR_GLOBALS = {
+    "torch._utils._rebuild_tensor_v3", "torch.BFloat16Storage", "torch.ComplexFloatStorage",
+    "torch.ComplexDoubleStorage", "torch.bfloat16", "torch.complex64", "torch.complex128",
+    "torch.uint16", "torch.uint32", "torch.uint64", "torch.QInt8Storage",
+    "torch.QUInt8Storage", "torch.QInt32Storage",
+}
+
 
 def _global_name(obj) -> str:
     if isinstance(obj, tuple):
@@ -208,6 +217,11 @@ class _Unpickler(pickle.Unpickler):
             return self._allowed[full]
         if full in _SAFE_GLOBALS:
             return _SAFE_GLOBALS[full]
+        if full in _UNSUPPORTED_TENSOR_GLOBALS:
+            raise RuntimeError(f"ember.load: the checkpoint holds tensors that need {full}, "
+                               "a dtype ember does not have (bfloat16 needs the ml_dtypes "
+                               "package; complex, unsigned 16-64 bit and float8 are not "
+                               "supported)")
         if self.weights_only:
             raise pickle.UnpicklingError(_weights_only_message(full))
         if module == "torch" or module.startswith("torch."):
