@@ -285,6 +285,12 @@ def test_index_ops_in_place_and_int_dtypes():
     check(lambda m, x, i: x.gather(0, i), arr(3, 4), np.array([[1, 2, 0, 0]], dtype="int32"))
 
 
+def test_put():
+    check(lambda m, x, i: x.put(i, x[0, :2] * 2), arr(2, 3), np.array([0, 4]))
+    check(lambda m, x, i: x.put(i, m.ones(2), accumulate=True), arr(2, 3), np.array([-1, -1]))
+    check(lambda m, x, i: (x * 1).put_(i, m.tensor([1.0, 2.0])), arr(2, 3), np.array([5, 0]))
+
+
 def test_scatter_reduce_legacy():
     with pytest.warns(UserWarning, match="deprecated"):
         ember.zeros(2).scatter(0, ember.tensor([0]), ember.ones(1), reduce="add")
@@ -322,6 +328,10 @@ def test_index_op_errors():
     check_error(lambda m, x, i: x.int().scatter(0, i, x), a, L2, match="self.dtype to be equal")
     check_error(lambda m, x, i: x.scatter_add(0, i, x.double()), a, L2, match="self.dtype")
     check_error(lambda m, x: x.int().masked_scatter(x > 0, x), a, match="same dtypes")
+    check_error(lambda m, x: x.index_put((None, m.tensor([0])), m.tensor(1.0)), a,
+                match="expected Tensor as element 0")
+    check_error(lambda m, x: x.__setitem__(0, [1.0] * 6), a, match="can't assign a list")
+    check_error(lambda m, x: x.__setitem__(0, None), a, match="can't assign a NoneType")
     check_error(lambda m, x: x.take(m.tensor([24])), a, match="out of range: tried to access")
     check_error(lambda m, x: x.take_along_dim(m.zeros(4, dtype=m.long), 1), a,
                 match="same number of dimensions")

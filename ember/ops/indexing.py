@@ -441,6 +441,12 @@ class AsStrided(Op):
 
 
 def setitem(x: Tensor, key, value) -> None:
+    if not isinstance(value, Tensor | int | float | bool | np.generic):
+        from ember._dtype import TYPE_NAMES
+
+        name = type(value).__name__ if type(value).__module__ == "builtins" else \
+            f"{type(value).__module__}.{type(value).__name__}"
+        raise TypeError(f"can't assign a {name} to a {TYPE_NAMES[x.dtype]}")
     steps, adv, _ = _parse(x._data.shape, key)
     write_at(x, steps, adv, _value(x, value), copy_slices=True)
 

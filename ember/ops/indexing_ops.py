@@ -384,8 +384,11 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
         raise RuntimeError("Index put requires the source and destination dtypes match, got "
                            f"{x.dtype.name.capitalize()} for the destination and "
                            f"{values.dtype.name.capitalize()} for the source.")
-    steps, adv, _ = _parse(x._data.shape, tuple(slice(None) if i is None else i
-                                                for i in indices))
+    for k, i in enumerate(indices):
+        if not isinstance(i, Tensor):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got "
+                            f"{type(i).__name__}")
+    steps, adv, _ = _parse(x._data.shape, tuple(indices))
     return write_at(x, steps, adv, _value(x, values), accumulate=accumulate)
 
 
