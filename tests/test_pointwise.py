@@ -20,6 +20,10 @@ def pos(*shape, dtype="float32"):
     return arr(*shape, dtype=dtype, low=0.3, high=2.0)
 
 
+def prob(*shape, dtype="float32"):
+    return arr(*shape, dtype=dtype, low=0.05, high=0.95)
+
+
 def above1(*shape, dtype="float32"):
     return arr(*shape, dtype=dtype, low=1.2, high=3.0)
 
@@ -33,7 +37,7 @@ UNARY = {
     "reciprocal": pos, "square": arr, "abs": arr, "neg": arr, "sign": arr, "sgn": arr,
     "floor": arr, "ceil": arr, "round": arr, "trunc": arr, "fix": arr, "frac": arr, "erf": arr,
     "erfc": arr, "erfinv": unit, "deg2rad": arr, "rad2deg": arr, "nan_to_num": arr,
-    "positive": arr,
+    "positive": arr, "sinc": arr, "logit": prob,
 }
 
 
@@ -101,6 +105,7 @@ BINARY = {
     "add": arr, "sub": arr, "mul": arr, "div": pos, "pow": pos, "atan2": pos, "hypot": arr,
     "maximum": arr, "minimum": arr, "fmax": arr, "fmin": arr, "remainder": pos, "fmod": pos,
     "xlogy": pos, "logaddexp": arr, "logaddexp2": arr, "copysign": arr, "rsub": arr,
+    "ldexp": arr,
 }
 SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (5,)), ((0, 3), (3,)),
           ((), ())]
@@ -445,3 +450,17 @@ def test_isclose_allclose_equal():
     check_error(lambda m, x: m.isclose(x, x.double()), a, match="did not match")
     check_error(lambda m, x: m.isclose(x, 1.0), a, match="must be Tensor")
     check_error(lambda m, x: m.isclose(x, x, rtol=-1), a, match="rtol must be greater")
+
+
+def test_logit_eps_heaviside_where_method():
+    x = np.array([0.0, 0.05, 0.3, 0.9, 0.95, 1.0], dtype=np.float32)
+    check(lambda m, t: m.logit(t, eps=0.1), x)
+    check(lambda m, t: t.logit(0.05), x[1:-1])
+    fd_check(lambda t: t.logit(eps=0.2), np.array([0.1, 0.5, 0.7]))
+    check(lambda m, t: m.sinc(t), np.array([0.0, 1.0, -2.5], dtype=np.float32))
+    v = np.array([-1.0, 0.0, 2.0], dtype=np.float32)
+    check(lambda m, t, w: m.heaviside(t, w), v, np.array([0.5], dtype=np.float32), grad=False)
+    check(lambda m, t: m.heaviside(t, t), arr(4, dtype="int64"))
+    check_error(lambda m, t: m.heaviside(t, t.long()), v, match="different dtypes")
+    check(lambda m, t, c, o: t.where(c > 0, o), arr(3, 4), arr(4), arr(3, 1))
+    check_error(lambda m, t: m.where(t, t, t), v, match="but got a tensor with dtype Float")

@@ -303,7 +303,16 @@ METHODS.update({
     "__ixor__": METHODS["bitwise_xor_"], "__ilshift__": METHODS["bitwise_left_shift_"],
     "__irshift__": METHODS["bitwise_right_shift_"],
 })
-FUNCTIONS = {name: METHODS[name] for name in (
-    "relu_", "abs_", "neg_", "exp_", "sqrt_", "sigmoid_", "tanh_", "clamp_", "clip_",
-    "floor_", "ceil_", "round_", "trunc_", "fix_", "frac_", "sin_", "cos_", "log_", "rsqrt_",
-    "reciprocal_", "erf_", "erfc_", "erfinv_", "zero_", "fill_")}
+# In-place forms that torch offers only as Tensor methods, not as ``torch.<name>``.
+_METHOD_ONLY = {
+    "absolute_", "add_", "addcdiv_", "addcmul_", "arctan2_", "atan2_", "bernoulli_",
+    "bitwise_and_", "bitwise_left_shift_", "bitwise_not_", "bitwise_or_", "bitwise_right_shift_",
+    "bitwise_xor_", "copy_", "copysign_", "div_", "divide_", "eq_", "erfinv_", "exponential_",
+    "float_power_", "floor_divide_", "fmod_", "ge_", "geometric_", "greater_", "greater_equal_",
+    "gt_", "hypot_", "le_", "lerp_", "less_", "less_equal_", "logical_and_", "logical_not_",
+    "logical_or_", "logical_xor_", "lt_", "mul_", "multiply_", "ne_", "normal_", "not_equal_",
+    "pow_", "random_", "remainder_", "sgn_", "sign_", "sub_", "subtract_", "true_divide_",
+    "uniform_",
+}
+FUNCTIONS = {name: fn for name, fn in METHODS.items()
+             if not name.startswith("__") and name not in _METHOD_ONLY}

@@ -459,8 +459,10 @@ def where(condition: Tensor, input=None, other=None) -> Tensor:
         return nonzero(condition, as_tuple=True)
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if cond.dtype != np.bool_:
+        from ember.ops.pointwise_more import _CNAME
+
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {_dtype.from_numpy_dtype(cond.dtype).name.capitalize()}")
+                           f"with dtype {_CNAME[_dtype.from_numpy_dtype(cond.dtype).name]}")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         dt = _dtype.result_type((), (input, other))
         a, b = Tensor._make(np.array(input, dt.np)), Tensor._make(np.array(other, dt.np))
@@ -471,6 +473,11 @@ def where(condition: Tensor, input=None, other=None) -> Tensor:
     if cond.shape != shape:
         cond = np.broadcast_to(cond, shape)
     return Where.apply(a, b, cond=cond)
+
+
+def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:
+    """``x.where(condition, y)`` is ``where(condition, x, y)``."""
+    return where(condition, self, other)
 
 
 def positive(x: Tensor) -> Tensor:
@@ -487,7 +494,7 @@ _NAMES = {
     "greater_equal": ge, "less_equal": le, "not_equal": ne, "where": where,
     "positive": positive,
 }
-METHODS = dict(_NAMES, **{
+METHODS = dict(_NAMES, where=_where_method, **{
     "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub, "__mul__": mul,
     "__rmul__": mul, "__truediv__": div, "__rtruediv__": rdiv, "__neg__": neg,
     "__eq__": _eq, "__ne__": _ne, "__lt__": _lt, "__le__": _le, "__gt__": _gt,

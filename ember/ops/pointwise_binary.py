@@ -3,13 +3,15 @@ logaddexp, copysign, and nan_to_num."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._promote import binary_args, cast
-from ember.ops.pointwise import where
+from ember.ops.pointwise import NotDifferentiable, where
 from ember.ops.pointwise_more import not_for
 
 
@@ -108,6 +110,7 @@ class LerpT(Op):
             (g * (b - a) if need[2] else None)
 
 
+LN2 = math.log(2.0)
 _CTYPE = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short",
           "int32": "int", "int64": "long int", "float16": "c10::Half", "float32": "float",
           "float64": "double", "bfloat16": "c10::BFloat16"}
@@ -343,10 +346,48 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
     return NanToNum.apply(x, nan=nan, posinf=posinf, neginf=neginf)
 
 
+class Ldexp(Op):
+    """``input * 2 ** other``."""
+
+    node_name = "LdexpBackward0"
+    broadcasts = True
+    saves = (1,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x, e):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return x * np.exp2(e)
+
+    @staticmethod
+    def backward(ctx, g):
+        e, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (g * e.exp2() if need[0] else None), (g * out * LN2 if need[1] else None)
+
+
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    _need_tensor("ldexp", other)
+    return Ldexp.apply(*_float_pair(input, other))
+
+
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (no gradient)."""
+    _need_tensor("heaviside", values)
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    binary_args(input, values)
+    return NotDifferentiable.apply(input, values, fn=_heaviside, name="heaviside")
+
+
+def _heaviside(x, v):
+    return np.heaviside(x, v).astype(x.dtype, copy=False)
+
+
 _NAMES = {
     "atan2": atan2, "arctan2": atan2, "hypot": hypot, "lerp": lerp, "addcmul": addcmul,
     "addcdiv": addcdiv, "xlogy": xlogy, "logaddexp": logaddexp, "logaddexp2": logaddexp2,
-    "copysign": copysign, "nan_to_num": nan_to_num,
+    "copysign": copysign, "nan_to_num": nan_to_num, "ldexp": ldexp, "heaviside": heaviside,
 }
 METHODS = dict(_NAMES)
 FUNCTIONS = dict(_NAMES)

@@ -255,6 +255,47 @@ class Rad2Deg(Op):
         return g * (180 / math.pi)
 
 
+class Sinc(Op):
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+
+    node_name = "SincBackward0"
+    saves = (0,)
+    forward = _quiet(np.sinc)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        px = x * math.pi
+        d = ((px * px.cos() - px.sin()) / (px * x)).nan_to_num(0.0, 0.0, 0.0)
+        return g * d
+
+
+class Logit(Op):
+    node_name = "LogitBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, eps=None):
+        ctx.eps = eps
+        if eps is not None:
+            x = np.clip(x, np.asarray(eps, x.dtype), np.asarray(1 - eps, x.dtype))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(x / (1 - x))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        d = g / (x * (1 - x))
+        if ctx.eps is None:
+            return d
+        return d.where((x >= ctx.eps) & (x <= 1 - ctx.eps), g.new_zeros(()))
+
+
+def logit(x: Tensor, eps: float | None = None) -> Tensor:
+    """``log(x / (1 - x))``; with ``eps``, x is first clamped to ``[eps, 1 - eps]``."""
+    return Logit.apply(float_arg(x), eps=eps)
+
+
 def _inplace_variant(op, name: str):
     """torch records asinh_/acosh_/atanh_ as ``*Backward1``, whose backward is missing."""
     def backward(ctx, g):
@@ -299,13 +340,15 @@ acosh = _unary(Acosh, "acosh")
 atanh = _unary(Atanh, "atanh")
 deg2rad = _unary(Deg2Rad, "deg2rad")
 rad2deg = _unary(Rad2Deg, "rad2deg")
+sinc = _unary(Sinc, "sinc")
 
 _NAMES = {
     "exp2": exp2, "expm1": expm1, "log2": log2, "log10": log10, "log1p": log1p, "sqrt": sqrt,
     "rsqrt": rsqrt, "reciprocal": reciprocal, "sin": sin, "cos": cos, "tan": tan, "asin": asin,
     "arcsin": asin, "acos": acos, "arccos": acos, "atan": atan, "arctan": atan, "sinh": sinh,
     "cosh": cosh, "asinh": asinh, "arcsinh": asinh, "acosh": acosh, "arccosh": acosh,
-    "atanh": atanh, "arctanh": atanh, "deg2rad": deg2rad, "rad2deg": rad2deg,
+    "atanh": atanh, "arctanh": atanh, "deg2rad": deg2rad, "rad2deg": rad2deg, "sinc": sinc,
+    "logit": logit,
 }
 METHODS = dict(_NAMES)
 FUNCTIONS = dict(_NAMES)
