@@ -427,3 +427,24 @@ def test_state_dict_hooks():
     opt.register_load_state_dict_post_hook(lambda o: seen.append("post"), prepend=True)
     opt.load_state_dict(sd)
     assert opt.param_groups[0]["lr"] == 0.5 and seen[-1] == "post"
+
+
+def test_global_step_hooks_run_around_instance_hooks():
+    from ember.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
+
+    w = ember.ones(1, requires_grad=True)
+    w.grad = ember.ones(1)
+    opt = ember.optim.Adam([w])
+    order = []
+    handles = [register_optimizer_step_pre_hook(lambda o, a, k: order.append("global pre")),
+               register_optimizer_step_post_hook(lambda o, a, k: order.append("global post")),
+               opt.register_step_pre_hook(lambda o, a, k: order.append("pre")),
+               opt.register_step_post_hook(lambda o, a, k: order.append("post"))]
+    opt.step()
+    for h in handles:
+        h.remove()
+    opt.step()
+    assert order == ["global pre", "pre", "post", "global post"]

@@ -25,7 +25,8 @@ from ember._tensor import Tensor
 from ember.autograd.grad_mode import STATE, enable_grad
 from ember.utils.hooks import RemovableHandle
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook",
+           "required"]
 
 
 class _RequiredParameter:
@@ -48,12 +49,26 @@ def _typename(obj) -> str:
     return name if module in ("", "builtins") else f"{module}.{name}"
 
 
+_global_pre_hooks: OrderedDict = OrderedDict()
+_global_post_hooks: OrderedDict = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` runs before every optimizer's step."""
+    return RemovableHandle.add(_global_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` runs after every optimizer's step."""
+    return RemovableHandle.add(_global_post_hooks, hook)
+
+
 def _hooked_step(step: Callable) -> Callable:
     """Wrap a ``step`` so the optimizer's pre/post hooks run around it and grad mode is off."""
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        for hook in list(self._optimizer_step_pre_hooks.values()):
+        for hook in [*_global_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()]:
             result = hook(self, args, kwargs)
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
@@ -66,7 +81,7 @@ def _hooked_step(step: Callable) -> Callable:
             out = step(self, *args, **kwargs)
         finally:
             STATE.enabled = prev
-        for hook in list(self._optimizer_step_post_hooks.values()):
+        for hook in [*self._optimizer_step_post_hooks.values(), *_global_post_hooks.values()]:
             hook(self, args, kwargs)
         return out
 
