@@ -360,3 +360,20 @@ def test_ten_thousand_chain_backward_and_graph_freed():
     del y
     gc.collect()
     assert ref() is None
+
+
+def test_inplace_error_messages_name_the_op_as_torch():
+    def run(lib):
+        msgs = []
+        x = lib.ones(2, requires_grad=True)
+        for build in (lambda a: (a.log(), a.mul_(2)), lambda a: (a.exp(), None)):
+            a = x * 1
+            b, _ = build(a)
+            if _ is None:
+                b.mul_(2)  # ExpBackward0 saved its own output
+            try:
+                b.sum().backward()
+            except RuntimeError as e:
+                msgs.append(str(e).replace("torch.", "ember."))
+        return msgs
+    assert len(_same(run)) == 2

@@ -371,3 +371,36 @@ def test_bad_gradient_values_match_torch():
         out.append(str(x.grad.dtype).split(".")[-1])
         msgs.append(out)
     assert msgs[0] == msgs[1]
+
+
+def test_saved_tensor_modified_inplace_and_bad_save_match_torch():
+    outs = []
+    for lib in (ember, torch):
+        out = []
+        x = lib.ones(2, requires_grad=True)
+        h = x * 1
+        y = FNS[lib.__name__]["MyReLU"].apply(h)
+        h.mul_(2)
+        try:
+            y.sum().backward()
+        except RuntimeError as e:
+            out.append(str(e).replace("torch.", "ember."))
+
+        class Bad(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.save_for_backward(3)
+                return a * 1
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        try:
+            Bad.apply(x)
+        except TypeError as e:
+            out.append(str(e))
+        node = FNS[lib.__name__]["MyReLU"].apply(x).grad_fn
+        out.append(repr(node).split(" object")[0].replace("torch.", "ember."))
+        out.append(isinstance(node, lib.autograd.graph.Node))
+        outs.append(out)
+    assert outs[0] == outs[1]

@@ -29,6 +29,12 @@ class FunctionCtx:
     __slots__ = ()
 
     def save_for_backward(self, *tensors) -> None:
+        from ember._tensor import Tensor
+
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{i} is of type {type(t).__name__}")
         self.to_save = tensors
 
     def save_for_forward(self, *tensors) -> None:
@@ -53,6 +59,9 @@ class BackwardCFunction(FunctionCtx, Node):
 
     _forward_cls = None
     materialize_grads = True
+
+    def __repr__(self) -> str:
+        return f"<ember.autograd.function.{type(self).__name__} object at {hex(id(self))}>"
 
     def apply(self, *grads):
         return self._forward_cls.backward(self, *grads)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import weakref
 from collections import OrderedDict
@@ -155,12 +156,14 @@ def _inplace_message(t, version: int, node: Node) -> str:
 
     tname = TYPE_NAMES.get(t.dtype, str(t.dtype))
     shape = list(t.shape)
-    where = f", which is output {t._output_nr} of {t.grad_fn.name()}," if t.grad_fn else ""
+    # torch 2.13 names the producing op without its "Backward0" suffix ("output 0 of Mul").
+    op = re.sub(r"Backward\d*$", "", t.grad_fn.name()) if t.grad_fn else ""
+    where = f", which is output {t._output_nr} of {op}," if t.grad_fn else ""
     return (
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [{tname} {shape}]{where} is at version {t._vc[0]}; expected version "
         f"{version} instead. Hint: enable anomaly detection to find the operation that failed "
-        "to compute its gradient, with torch.autograd.set_detect_anomaly(True)."
+        "to compute its gradient, with ember.autograd.set_detect_anomaly(True, check_nan=False)."
     )
 
 
