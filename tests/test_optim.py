@@ -289,10 +289,12 @@ def test_step_runs_without_autograd_and_updates_in_place():
     w = ember.ones(3, requires_grad=True)
     data = w._data
     opt = ember.optim.Adam([w], lr=0.1)
+    modes = []
+    opt.register_step_post_hook(lambda o, a, k: modes.append(ember.is_grad_enabled()))
     w.grad = ember.ones(3)
     opt.step()
     assert w._data is data and w.is_leaf and w.grad_fn is None
-    assert w._version == 1
+    assert w._version == 1 and modes == [True]
 
 
 def test_step_hooks():
@@ -324,8 +326,8 @@ def test_custom_optimizer_subclass_gets_hooks():
     w.grad = ember.ones(2)
     opt = Plain([w])
     seen = []
-    opt.register_step_pre_hook(lambda o, a, k: seen.append(1))
-    assert opt.step() == "done" and seen == [1]
+    opt.register_step_pre_hook(lambda o, a, k: seen.append(ember.is_grad_enabled()))
+    assert opt.step() == "done" and seen == [True]  # user steps keep the caller's grad mode
 
 
 def test_optimizer_with_nn_linear_matches_torch():

@@ -63,8 +63,9 @@ def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
     return RemovableHandle.add(_global_post_hooks, hook)
 
 
-def _hooked_step(step: Callable) -> Callable:
-    """Wrap a ``step`` so the optimizer's pre/post hooks run around it and grad mode is off."""
+def _hooked_step(step: Callable, grad_off: bool) -> Callable:
+    """Wrap a ``step`` so the optimizer's pre/post hooks run around it; ember's own optimizers
+    also run with grad mode off (torch's ``_use_grad_for_differentiable``)."""
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
@@ -75,12 +76,15 @@ def _hooked_step(step: Callable) -> Callable:
                     raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
                                        f"new_kwargs), but got {result}.")
                 args, kwargs = result
-        prev = STATE.enabled
-        STATE.enabled = bool(self.defaults.get("differentiable", False))
-        try:
+        if grad_off:
+            prev = STATE.enabled
+            STATE.enabled = bool(self.defaults.get("differentiable", False))
+            try:
+                out = step(self, *args, **kwargs)
+            finally:
+                STATE.enabled = prev
+        else:
             out = step(self, *args, **kwargs)
-        finally:
-            STATE.enabled = prev
         for hook in [*self._optimizer_step_post_hooks.values(), *_global_post_hooks.values()]:
             hook(self, args, kwargs)
         return out
@@ -100,7 +104,7 @@ class Optimizer:
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
         if step is not None and not getattr(step, "_hooked", False):
-            cls.step = _hooked_step(step)
+            cls.step = _hooked_step(step, grad_off=cls.__module__.startswith("ember.optim."))
 
     def __init__(self, params, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
