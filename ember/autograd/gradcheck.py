@@ -111,7 +111,7 @@ def _close(a, n, atol, rtol) -> bool:
     return bool(np.all(np.abs(a - n) <= atol + rtol * np.abs(n)))
 
 
-def _slow(func, inputs, ins, eps, atol, rtol) -> None:
+def _slow(func, inputs, ins, eps, atol, rtol, nondet_tol) -> None:
     num = _numerical(func, inputs, ins, eps)
     ana = _analytical(func, inputs, ins)
     for i in range(len(ins)):
@@ -120,9 +120,18 @@ def _slow(func, inputs, ins, eps, atol, rtol) -> None:
                 raise GradcheckError(
                     f"Jacobian mismatch for output {j} with respect to input {i},\n"
                     f"numerical:{_fmt(num[i][j])}\nanalytical:{_fmt(ana[i][j])}\n")
+    again = _analytical(func, inputs, ins)
+    if any(np.abs(a - b).max(initial=0.0) > nondet_tol
+           for ra, rb in zip(ana, again) for a, b in zip(ra, rb)):
+        raise GradcheckError(
+            "Backward is not reentrant, i.e., running backward with same input and grad_output "
+            "multiple times gives different values, although analytical gradient matches "
+            f"numerical gradient.The tolerance for nondeterminism was {nondet_tol}.\n\n"
+            "NOTE: If your op relies on non-deterministic operations this failure might be "
+            "expected; call gradcheck/gradgradcheck with `nondet_tol=<tol>`.")
 
 
-def _fast(func, inputs, ins, eps, atol, rtol) -> None:
+def _fast(func, inputs, ins, eps, atol, rtol, nondet_tol) -> None:
     rng = np.random.default_rng(0)
     vs = [rng.standard_normal(t.numel()) for t in ins]
     vs = [v / max(np.linalg.norm(v), 1e-12) for v in vs]
@@ -194,7 +203,7 @@ def gradcheck(func: Callable, inputs, *, eps: float = 1e-6, atol: float = 1e-5,
     ins = _diff_inputs(inputs)
     try:
         if check_backward_ad:
-            (_fast if fast_mode else _slow)(func, inputs, ins, eps, atol, rtol)
+            (_fast if fast_mode else _slow)(func, inputs, ins, eps, atol, rtol, nondet_tol)
             if check_undefined_grad:
                 _check_undefined(func, inputs, ins)
     except GradcheckError:
@@ -233,8 +242,8 @@ def gradgradcheck(func: Callable, inputs, grad_outputs=None, *, eps: float = 1e-
         return tuple(g for g in gs if g is not None)
 
     return gradcheck(new_func, (*inputs, *grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, check_undefined_grad=check_undefined_grad,
-                     fast_mode=fast_mode)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad, fast_mode=fast_mode)
 
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
