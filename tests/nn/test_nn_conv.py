@@ -218,7 +218,7 @@ def test_note_cnn_prints_and_trains_like_torch():
     compare_layer(e, t, arr(4, 1, 28, 28), train=False, atol=1e-4)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(k=st.tuples(st.integers(1, 3), st.integers(1, 3)),
        s=st.tuples(st.integers(1, 3), st.integers(1, 3)),
        d=st.tuples(st.integers(1, 2), st.integers(1, 2)),

@@ -112,3 +112,19 @@ def test_rnn_errors(fn, exc, match):
 def test_dropout_warning():
     with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
         ember.nn.RNN(3, 4, dropout=0.5)
+
+
+def test_lstm_cell_fd_and_gradgrad():
+    from oracle import fd_check, gradgrad_check
+
+    ember.manual_seed(0)
+    cell = ember.nn.LSTMCell(3, 2, dtype=ember.float64)
+
+    def fn(x, h, c):
+        h1, c1 = cell(x, (h, c))
+        return ember.cat([h1 * 2, c1], -1)
+
+    args = (arr(2, 3), arr(2, 2), arr(2, 2))
+    fd_check(fn, *args)
+    gradgrad_check(fn, *args)
+    fd_check(lambda x, h, c: cell(x, (h, c))[1], *args)  # only c used: h's grad is None

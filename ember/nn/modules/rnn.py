@@ -9,8 +9,12 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from ember import _creation
 from ember._tensor import Tensor
+from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
 from ember.nn import init
 from ember.nn._functional.dropout import dropout as _dropout
 from ember.nn._functional.linear import linear
@@ -26,11 +30,49 @@ def _rnn_cell(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh, relu: bool) -> Tens
     return pre.relu() if relu else pre.tanh()
 
 
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * np.tanh(0.5 * x) + 0.5  # overflow-free logistic, same dtype
+
+
+class LSTMCellFused(Op):
+    """The LSTM gate math as one node: (gates, c_prev) -> (h, c).
+
+    Fewer graph nodes per time step is most of an RNN's speed in Python. Backward recomputes
+    the gate activations with ember ops (so double backward works); a plain backward reuses
+    the forward's activations as constants.
+    """
+
+    node_name = "LSTMCellBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, gates, c_prev):
+        i, f, g, o = np.split(gates, 4, axis=-1)
+        si, sf, so, tg = _sigmoid(i), _sigmoid(f), _sigmoid(o), np.tanh(g)
+        c = sf * c_prev + si * tg
+        tc = np.tanh(c)
+        ctx.acts = (si, sf, so, tg, tc)
+        return so * tc, c
+
+    @staticmethod
+    def backward(ctx, gh, gc):
+        gates, c_prev = ctx.saved_tensors
+        if STATE.enabled:
+            i, f, g, o = gates.chunk(4, -1)
+            si, sf, so, tg = i.sigmoid(), f.sigmoid(), o.sigmoid(), g.tanh()
+            tc = (sf * c_prev + si * tg).tanh()
+        else:
+            si, sf, so, tg, tc = (Tensor._make(a) for a in ctx.acts)
+        dc = gc if gh is None else gh * so * (1 - tc * tc) + (0 if gc is None else gc)
+        parts = [dc * tg * si * (1 - si), dc * c_prev * sf * (1 - sf),
+                 dc * si * (1 - tg * tg),
+                 (gh * tc * so * (1 - so)) if gh is not None else (so * 0)]
+        need = ctx.needs_input_grad
+        return (cat(parts, -1) if need[0] else None), (dc * sf if need[1] else None)
+
+
 def _lstm_cell(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh, w_hr=None):
-    gates = x_proj + linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
+    h, c = LSTMCellFused.apply(x_proj + linear(h, w_hh, b_hh), c)
     if w_hr is not None:
         h = linear(h, w_hr)
     return h, c
