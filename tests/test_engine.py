@@ -377,3 +377,12 @@ def test_inplace_error_messages_name_the_op_as_torch():
                 msgs.append(str(e).replace("torch.", "ember."))
         return msgs
     assert len(_same(run)) == 2
+
+
+def test_grad_is_grads_batched():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * x.exp()
+        (jac,) = lib.autograd.grad(y, x, lib.eye(3), is_grads_batched=True)
+        return [_vals(r) for r in jac]
+    _same(run)

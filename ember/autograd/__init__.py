@@ -60,6 +60,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                          "materialize_grads=True, but got: allow_unused=False.")
     if retain_graph is None:
         retain_graph = create_graph
+    if is_grads_batched:
+        return _batched_grad(outputs, ins, grads, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     res = run_backward(outputs, grads, retain_graph, create_graph, inputs=ins, accumulate=False)
     for i, r in enumerate(res):
         if r is None and not allow_unused:
@@ -69,6 +72,18 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         if r is None and materialize_grads:
             res[i] = zeros_like(ins[i])
     return tuple(res)
+
+
+def _batched_grad(outputs, ins, grads, retain_graph, create_graph, allow_unused,
+                  materialize_grads) -> tuple:
+    """``is_grads_batched``: one vector-Jacobian product per row of the grad_outputs."""
+    from ember import stack
+
+    n = grads[0].shape[0]
+    rows = [grad(outputs, ins, [g[k] for g in grads], retain_graph=True if k < n - 1 else
+                 retain_graph, create_graph=create_graph, allow_unused=allow_unused,
+                 materialize_grads=materialize_grads) for k in range(n)]
+    return tuple(None if col[0] is None else stack(col) for col in zip(*rows))
 
 
 class Variable:
