@@ -223,3 +223,32 @@ def test_get_lr_outside_step_warns():
     sched = ember.optim.lr_scheduler.StepLR(_opt(ember), step_size=3)
     with pytest.warns(UserWarning, match="get_last_lr"):
         sched.get_lr()
+
+
+@pytest.mark.parametrize("name", ["StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
+                                  "LinearLR-up", "ConstantLR", "PolynomialLR", "LambdaLR",
+                                  "CosineAnnealingWarmRestarts"])
+def test_step_with_explicit_epoch_uses_closed_form_like_torch(name):
+    epochs = [3, 10, 11, 25, 7, 60, 0, 45]
+
+    def trace(m):
+        opt = _opt(m)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sched = SCHEDULERS[name](m, opt)
+            out = []
+            for e in epochs:
+                opt.step()
+                sched.step(e)
+                out.append(list(sched.get_last_lr()))
+        return out
+
+    assert trace(ember) == trace(torch)
+
+
+def test_epoch_argument_warns_deprecation():
+    opt = _opt(ember)
+    sched = ember.optim.lr_scheduler.StepLR(opt, step_size=2)
+    opt.step()
+    with pytest.warns(UserWarning, match="epoch parameter in `scheduler.step\\(\\)`"):
+        sched.step(5)
