@@ -9,6 +9,7 @@ from ember._dtype import (
     get_default_dtype, set_default_dtype, promote_types,
 )
 from ember._tensor import Size, Tensor
+from ember._tensor_casts import LEGACY_TYPES as _LEGACY_TYPES
 from ember._random import (
     Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
 )
@@ -34,6 +35,7 @@ for _mod in (_creation, _random):
         setattr(Tensor, _name, _fn)
     globals().update(_mod.FUNCTIONS)
 _ops.install(Tensor, globals())
+globals().update(_LEGACY_TYPES)  # FloatTensor, LongTensor, ...
 
 from ember import autograd  # noqa: E402
 

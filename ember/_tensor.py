@@ -15,63 +15,11 @@ import numpy as np
 from ember import _dtype
 from ember._backend import CPU, check_device
 from ember._dtype import dtype as _DType
+from ember._size import Size
+from ember._tensor_casts import TensorCasts
 from ember.utils.hooks import RemovableHandle
 
-
-class Size(tuple):
-    """ember.Size (torch.Size): a tuple of ints that prints as ``ember.Size([2, 3])``."""
-
-    __slots__ = ()
-
-    def __new__(cls, sizes=()):
-        items = tuple(sizes)
-        for i, s in enumerate(items):
-            if type(s) is not int:
-                items = tuple(_size_item(i, x) for i, x in enumerate(items))
-                break
-        return tuple.__new__(cls, items)
-
-    def __repr__(self) -> str:
-        return f"ember.Size({list(self)})"
-
-    __str__ = __repr__
-
-    def numel(self) -> int:
-        n = 1
-        for s in self:
-            n *= s
-        return n
-
-    def __getitem__(self, key):
-        r = tuple.__getitem__(self, key)
-        return Size(r) if isinstance(key, slice) else r
-
-    def __add__(self, other):
-        if not isinstance(other, tuple):
-            return NotImplemented
-        return Size(tuple.__add__(self, other))
-
-    def __radd__(self, other):
-        if not isinstance(other, tuple):
-            return NotImplemented
-        return Size(tuple.__add__(other, self))
-
-    def __mul__(self, n):
-        return Size(tuple.__mul__(self, n))
-
-    __rmul__ = __mul__
-
-    def __reduce__(self):
-        return (Size, (tuple(self),))
-
-
-def _size_item(i: int, x) -> int:
-    if isinstance(x, int | np.integer) and not isinstance(x, bool):
-        return int(x)
-    if isinstance(x, Tensor) and x._data.ndim == 0 and x._data.dtype.kind in "iu":
-        return int(x._data)
-    raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is "
-                    f"'{type(x).__name__}')")
+__all__ = ["Size", "Tensor"]
 
 
 class _Aux:
@@ -87,7 +35,7 @@ class _Aux:
         self.name = None
 
 
-class Tensor:
+class Tensor(TensorCasts):
     """A multi-dimensional array that records the operations applied to it for autograd."""
 
     __slots__ = ("_data", "_rg", "_grad_fn", "_grad", "_vc", "_base", "_output_nr", "_aux",
@@ -97,12 +45,12 @@ class Tensor:
         # Legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data.
         from ember._creation import array_from_data
 
-        dt = _dtype.to_dtype(dtype) if dtype is not None else None
-        if len(args) == 1 and not isinstance(args[0], int):
-            arr = array_from_data(args[0], dt or _dtype.get_default_dtype())
+        dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+        if len(args) == 1 and not isinstance(args[0], int | Size):
+            arr = array_from_data(args[0], dt)
         else:
-            shape = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
-            arr = np.empty(tuple(shape), dtype=(dt or _dtype.get_default_dtype()).np)
+            shape = args[0] if len(args) == 1 and isinstance(args[0], Size) else args or (0,)
+            arr = np.empty(tuple(shape), dtype=dt.np)
         if device is not None:
             check_device(device)
         self._init(arr)
@@ -501,84 +449,6 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self._data, self._rg, type(self), self.__dict__ or None))
 
-    # --- dtype and device moves ----------------------------------------------------------
-    def to(self, *args, **kwargs) -> Tensor:
-        """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; ``copy=``.
-
-        Returns ``self`` when nothing changes; otherwise a differentiable copy.
-        """
-        dt, copy = _to_args(args, kwargs)
-        if (dt is None or dt is self.dtype) and not copy:
-            return self
-        from ember.ops.pointwise import to_copy
-
-        return to_copy(self, dt or self.dtype)
-
-    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
-        """The legacy type name (``'ember.FloatTensor'``), or a copy converted to ``dtype``."""
-        if dtype is None:
-            return _dtype.TYPE_NAMES[self.dtype]
-        if isinstance(dtype, str):
-            name = "ember." + dtype.removeprefix("torch.").removeprefix("ember.")
-            if name not in _dtype.TYPE_BY_NAME:
-                raise ValueError(f"invalid type: '{dtype}'")
-            dtype = _dtype.TYPE_BY_NAME[name]
-        return self.to(_dtype.to_dtype(dtype))
-
-    def type_as(self, other: Tensor) -> Tensor:
-        return self.to(other.dtype)
-
-    def float(self) -> Tensor:
-        return self.to(_dtype.float32)
-
-    def double(self) -> Tensor:
-        return self.to(_dtype.float64)
-
-    def half(self) -> Tensor:
-        return self.to(_dtype.float16)
-
-    def bfloat16(self) -> Tensor:
-        if _dtype.bfloat16 is None:
-            raise RuntimeError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes")
-        return self.to(_dtype.bfloat16)
-
-    def long(self) -> Tensor:
-        return self.to(_dtype.int64)
-
-    def int(self) -> Tensor:
-        return self.to(_dtype.int32)
-
-    def short(self) -> Tensor:
-        return self.to(_dtype.int16)
-
-    def char(self) -> Tensor:
-        return self.to(_dtype.int8)
-
-    def byte(self) -> Tensor:
-        return self.to(_dtype.uint8)
-
-    def bool(self) -> Tensor:
-        return self.to(_dtype.bool_)
-
-    def cpu(self) -> Tensor:
-        return self
-
-    def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
-        check_device("cuda" if device is None else device)
-        return self
-
-    def pin_memory(self) -> Tensor:
-        return self
-
-    def share_memory_(self) -> Tensor:
-        return self
-
-    def is_shared(self) -> bool:
-        return False
-
-    def is_pinned(self) -> bool:
-        return False
-
 
 _NON_LEAF_RG = "you can only change requires_grad flags of leaf variables."
 _NON_LEAF_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "
@@ -590,37 +460,6 @@ _DETACH_VIEW = (
     "gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
     "torch/optim/optimizer.py as the solution."
 )
-
-
-def _to_args(args: tuple, kwargs: dict):
-    """Parse ``Tensor.to``'s overloads into (dtype or None, copy)."""
-    dt = None
-    copy = bool(kwargs.pop("copy", False))
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
-    if "dtype" in kwargs and kwargs["dtype"] is not None:
-        dt = _dtype.to_dtype(kwargs.pop("dtype"))
-    if kwargs.get("device") is not None:
-        check_device(kwargs.pop("device"))
-    if kwargs.keys() - {"dtype", "device"}:
-        raise TypeError(f"to() got an unexpected keyword argument "
-                        f"'{next(iter(kwargs.keys() - {'dtype', 'device'}))}'")
-    flags = []
-    for a in args:
-        if isinstance(a, Tensor):
-            dt = a.dtype
-        elif isinstance(a, _DType) or a in (float, int, bool):
-            dt = _dtype.to_dtype(a)
-        elif isinstance(a, bool):
-            flags.append(a)  # positional non_blocking, then copy
-        elif isinstance(a, str | int) or type(a).__name__ == "device":
-            check_device(a)
-        elif a is not None:
-            raise TypeError(f"to() received an invalid combination of arguments - got "
-                            f"({type(a).__name__})")
-    if len(flags) > 1:
-        copy = copy or flags[1]
-    return dt, copy
 
 
 def _rebuild(data, requires_grad, cls, state):

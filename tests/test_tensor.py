@@ -244,3 +244,21 @@ def test_legacy_tensor_constructor():
     same(lambda m: m.Tensor([1, 2]))
     same(lambda m: m.Tensor(2, 3).shape)
     same(lambda m: m.Tensor(np.array([1, 2], dtype=np.int32)))
+
+
+LEGACY_CASES = [
+    lambda m: isinstance(m.ones(2), m.FloatTensor), lambda m: isinstance(m.ones(2), m.LongTensor),
+    lambda m: isinstance(m.arange(2), m.LongTensor), lambda m: isinstance(m.ones(2), m.Tensor),
+    lambda m: repr(m.FloatTensor), lambda m: m.LongTensor([1.5, 2]),
+    lambda m: m.FloatTensor([1, 2]), lambda m: m.FloatTensor(2, 3).shape,
+    lambda m: m.FloatTensor().shape, lambda m: m.Tensor().shape,
+    lambda m: m.ones(2).type(m.LongTensor), lambda m: m.ones(2).type(m.FloatTensor),
+    lambda m: m.BoolTensor([1, 0]), lambda m: m.ByteTensor([1]), lambda m: m.DoubleTensor(2).dtype,
+    lambda m: m.Tensor(m.Size([2, 3])).shape, lambda m: m.Tensor((2, 3)),
+    lambda m: m.IntTensor([1]).type(),
+]
+
+
+@pytest.mark.parametrize("k", range(len(LEGACY_CASES)))
+def test_legacy_tensor_types(k):
+    same(LEGACY_CASES[k])
