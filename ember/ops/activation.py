@@ -405,6 +405,21 @@ class Glu(Op):
         return cat([g * s, g * a * s * (1 - s)], ctx.dim)
 
 
+class RreluWithNoise(Op):
+    """Leaky ReLU with a per-element slope ``noise`` for negative inputs (sampled or fixed)."""
+
+    node_name = "RreluWithNoiseBackward0"
+
+    @staticmethod
+    def forward(ctx, x, noise=None):
+        ctx.noise = noise
+        return np.where(x >= 0, x, x * noise).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * Tensor._make(ctx.noise)
+
+
 class PreluKernel(Op):
     """PReLU with the weight already viewed to broadcast over the channel dim."""
 

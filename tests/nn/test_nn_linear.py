@@ -221,3 +221,64 @@ def test_bilinear_pairwise_fd_and_embedding_init():
     w = ember.nn.Embedding(500, 200).weight.detach().numpy()
     np.testing.assert_allclose(w.mean(), 0, atol=0.01)
     np.testing.assert_allclose(w.std(), 1, rtol=0.01)
+
+
+def test_distance_layers_and_pdist():
+    for e, t in [(ember.nn.PairwiseDistance(), torch.nn.PairwiseDistance()),
+                 (ember.nn.PairwiseDistance(1.0, keepdim=True),
+                  torch.nn.PairwiseDistance(1.0, keepdim=True)),
+                 (ember.nn.CosineSimilarity(0), torch.nn.CosineSimilarity(0))]:
+        assert repr(e) == repr(t)
+        compare_layer(e, t, arr(4, 5), arr(4, 5))
+    check(lambda m, x: m.nn.functional.pdist(x), arr(5, 3))
+    check(lambda m, x: m.nn.functional.pdist(x, p=1), arr(4, 2))
+    check_error(lambda m, x: m.nn.functional.pdist(x), arr(2, 3, 4),
+                match="pdist only supports 2D tensors, got: 3D")
+    fd_check(lambda x: ember.nn.functional.pdist(x), arr(4, 3))
+
+
+@pytest.mark.parametrize("cls,feature", [("AlphaDropout", False), ("FeatureAlphaDropout", True)])
+def test_alpha_dropout_keeps_selu_statistics(cls, feature):
+    e = getattr(ember.nn, cls)(0.3)
+    assert repr(e) == repr(getattr(torch.nn, cls)(0.3))
+    ember.manual_seed(0)
+    x = ember.randn(40, 50, 4, 4) if feature else ember.randn(200, 400)
+    y = e(x).numpy()
+    assert abs(y.mean()) < 0.05 and abs(y.std() - 1) < 0.05
+    if feature:
+        per_channel = (y.reshape(40 * 50, -1) == y.reshape(40 * 50, -1)[:, :1]).all(1)
+        dropped = np.isclose(y.reshape(40 * 50, -1), y.reshape(40 * 50, -1)[:, :1]).all(1)
+        assert per_channel.mean() == dropped.mean()
+    e.eval()
+    assert e(x) is x
+    xr = ember.randn(3, 4, requires_grad=True)
+    out = ember.nn.functional.alpha_dropout(xr, 0.5, training=True)
+    assert out.grad_fn.name() == "AddBackward0"
+
+
+def test_rrelu():
+    e, t = ember.nn.RReLU(0.1, 0.3), torch.nn.RReLU(0.1, 0.3)
+    assert repr(e) == repr(t) and repr(ember.nn.RReLU(inplace=True)) == repr(
+        torch.nn.RReLU(inplace=True))
+    compare_layer(e, t, arr(3, 4), train=False)
+    x = ember.tensor(-np.ones((1000,), np.float32), requires_grad=True)
+    y = e.train()(x)
+    slopes = -y.detach().numpy()
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3 and slopes.std() > 0.03
+    assert y.grad_fn.name() == "RreluWithNoiseBackward0"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), slopes, rtol=1e-6)
+
+
+def test_gumbel_softmax():
+    ember.manual_seed(1)
+    logits = ember.tensor(np.log(np.array([[0.7, 0.2, 0.1]] * 4000, np.float32)),
+                          requires_grad=True)
+    soft = ember.nn.functional.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.sum(-1).detach().numpy(), 1, rtol=1e-5)
+    hard = ember.nn.functional.gumbel_softmax(logits, hard=True)
+    h = hard.detach().numpy()
+    assert set(np.unique(h)) <= {0.0, 1.0} and (h.sum(-1) == 1).all()
+    np.testing.assert_allclose(h.mean(0), [0.7, 0.2, 0.1], atol=0.03)
+    (hard * ember.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert logits.grad is not None and np.abs(logits.grad.numpy()).sum() > 0

@@ -97,3 +97,43 @@ def test_fd_checks():
              arr(2, 3))
     fd_check(lambda a: Fe.poisson_nll_loss(a, ember.tensor([[1.0, 3.0]], dtype=ember.float64),
                                            full=True), arr(1, 2))
+
+
+@pytest.mark.parametrize("reduction", RED)
+@pytest.mark.parametrize("p", [1, 2])
+def test_multi_margin_loss(reduction, p):
+    t = np.array([0, 3, 1], dtype=np.int64)
+    w = positive(4)
+    check(lambda m, x: F(m).multi_margin_loss(x, m.tensor(t), p=p, margin=0.7,
+                                              reduction=reduction), arr(3, 4))
+    check(lambda m, x, w: F(m).multi_margin_loss(x, m.tensor(t), weight=w, reduction=reduction),
+          arr(3, 4), w, grad_inputs=[0])
+    check(lambda m, x: F(m).multi_margin_loss(x, m.tensor([2]), reduction=reduction), arr(4))
+
+
+def test_multi_margin_errors_and_layer():
+    mm = lambda m, x, t: F(m).multi_margin_loss(x, t, p=3)  # noqa: E731
+    check_error(mm, arr(3, 4), np.array([0, 1, 2]), match="only p == 1 and p == 2 supported")
+    check_error(lambda m, x, t: F(m).multi_margin_loss(x, t), arr(3, 4), np.array([0, 1]),
+                match="target tensor should be 1-D with size equal to the number of input")
+    e, t = ember.nn.MultiMarginLoss(p=2), torch.nn.MultiMarginLoss(p=2)
+    assert repr(e) == repr(t)
+    check(lambda m, x: (e if m is ember else t)(x, m.tensor([1, 0])), arr(2, 3))
+    fd_check(lambda x: ember.nn.functional.multi_margin_loss(x, ember.tensor([1, 0]), p=2),
+             arr(2, 3))
+
+
+def test_triplet_with_distance_and_nllloss2d():
+    e = ember.nn.TripletMarginWithDistanceLoss(swap=True)
+    t = torch.nn.TripletMarginWithDistanceLoss(swap=True)
+    assert repr(e) == repr(t)
+    check(lambda m, a, p, n: (e if m is ember else t)(a, p, n), arr(4, 3), arr(4, 3), arr(4, 3))
+
+    def cos_dist(m):
+        return lambda x, y: 1 - F(m).cosine_similarity(x, y)
+    check(lambda m, a, p, n: F(m).triplet_margin_with_distance_loss(
+        a, p, n, distance_function=cos_dist(m), margin=0.5, reduction="none"),
+        arr(4, 3), arr(4, 3), arr(4, 3))
+    with pytest.warns(FutureWarning, match="NLLLoss2d"):
+        n2 = ember.nn.NLLLoss2d()
+    assert repr(n2) == "NLLLoss2d()"

@@ -166,6 +166,48 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return A.Glu.apply(input, dim=d)
 
 
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+          training: bool = False, inplace: bool = False) -> Tensor:
+    """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training
+    (and is ``(lower + upper) / 2`` in eval)."""
+    import numpy as np
+
+    from ember._random import rng
+
+    _floating(input, "rrelu_with_noise_out_cpu")
+    x = input._data
+    if training:
+        slope = rng(None).uniform(lower, upper, size=x.shape).astype(x.dtype)
+        noise = np.where(x >= 0, np.ones((), x.dtype), slope)
+    else:
+        noise = np.where(x >= 0, 1.0, (lower + upper) / 2).astype(x.dtype)
+    return _maybe_inplace(input, inplace, A.RreluWithNoise.apply, noise=noise)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """Softmax of ``(logits + Gumbel noise) / tau``; ``hard=True`` returns one-hot samples
+    whose gradient is the soft sample's (straight-through)."""
+    import numpy as np
+
+    from ember._random import rng
+
+    gumbels = -np.log(rng(None).exponential(size=logits._data.shape))
+    y_soft = A.softmax((logits + Tensor._make(gumbels.astype(logits._data.dtype))) / tau, dim)
+    if not hard:
+        return y_soft
+    d = _wrap_dim(dim, y_soft.ndim)
+    idx = np.expand_dims(y_soft._data.argmax(axis=d), d)
+    hard_arr = np.zeros_like(y_soft._data)
+    np.put_along_axis(hard_arr, idx, 1.0, axis=d)
+    return Tensor._make(hard_arr) - y_soft.detach() + y_soft
+
+
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return A.prelu(input, weight)
 
@@ -190,5 +232,5 @@ __all__ = [
     "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "hardsigmoid",
     "hardswish", "sigmoid", "tanh", "logsigmoid", "softplus", "softsign", "tanhshrink",
     "threshold", "threshold_", "prelu", "softmax", "log_softmax", "softmin", "hardshrink",
-    "softshrink", "glu",
+    "softshrink", "glu", "rrelu", "rrelu_", "gumbel_softmax",
 ]

@@ -98,4 +98,40 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
     return _feature_dropout(input, p, training, inplace, input.ndim == 5)
 
 
-__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
+_SELU_ALPHA_PRIME = 1.7580993408473766
+
+
+def _alpha(input: Tensor, p: float, training: bool, inplace: bool, feature: bool) -> Tensor:
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input * 0.0
+    shape = input._data.shape
+    mask_shape = shape[:2] + (1,) * (len(shape) - 2) if feature else shape
+    keep = (rng(None).random(mask_shape) >= p).astype(input._data.dtype)
+    # Keep the SELU fixed point (mean 0, variance 1): dropped units go to -alpha', then an
+    # affine map a * x + b restores the moments.
+    a = 1.0 / np.sqrt((_SELU_ALPHA_PRIME**2 * p + 1) * (1 - p))
+    b = Tensor._make(((keep - 1) * _SELU_ALPHA_PRIME * a + _SELU_ALPHA_PRIME * a * p)
+                     .astype(input._data.dtype))
+    noise = Tensor._make((keep * a).astype(input._data.dtype))
+    if inplace:
+        return apply_inplace(input, lambda t: t * noise + b)
+    return input * noise + b
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """Dropout that keeps SELU activations at zero mean and unit variance."""
+    return _alpha(input, p, training, inplace, feature=False)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels."""
+    return _alpha(input, p, training, inplace, feature=True)
+
+
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+           "feature_alpha_dropout"]

@@ -120,7 +120,57 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     return _reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """Triplet loss with any ``distance_function(x, y)`` (pairwise distance by default)."""
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _check_reduction(reduction)
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        from ember.ops.pointwise_more import minimum
+
+        d_neg = minimum(d_neg, dist(positive, negative))
+    return _reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average=None, reduce=None,
+                      reduction: str = "mean") -> Tensor:
+    """Multi-class hinge: ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C`` per sample."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    x = input if input.ndim > 1 else input.unsqueeze(0)
+    n, c = x.shape
+    t = target._data.reshape(-1)
+    if t.shape[0] != n:
+        raise RuntimeError("multi_margin_loss: target tensor should be 1-D with size equal to the "
+                           "number of input samples (batch size). Expected target size "
+                           f"[{n}], but got {list(target.shape)}. Input has shape "
+                           f"{list(input.shape)}.")
+    rows = np.arange(n)
+    picked = x[rows, t].unsqueeze(1)
+    z = (x - picked + margin).clamp_min(0)
+    if p == 2:
+        z = z * z
+    off = np.ones((n, c), dtype=x._data.dtype)
+    off[rows, t] = 0  # the target class itself does not count
+    if weight is not None:
+        off = off * weight._data[t][:, None]
+    loss = (z * Tensor._make(off)).sum(1) / c
+    if input.ndim == 1:
+        loss = loss.reshape(tuple(target.shape))
+    return _reduce(loss, reduction)
+
+
 __all__ = [
+    "triplet_margin_with_distance_loss", "multi_margin_loss",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
     "multilabel_soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "triplet_margin_loss",

@@ -53,4 +53,12 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return vector_norm(x1 - x2 + eps, p, dim, keepdim=keepdim)
 
 
-__all__ = ["one_hot", "normalize", "cosine_similarity", "pairwise_distance"]
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """Distances between all pairs of rows ``i < j`` of a 2-D input, in row-major order."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    i, j = np.triu_indices(input.shape[0], 1)
+    return vector_norm(input[i] - input[j], p, 1)
+
+
+__all__ = ["one_hot", "normalize", "cosine_similarity", "pairwise_distance", "pdist"]

@@ -122,6 +122,23 @@ class CELU(ELU):
     _fn = staticmethod(F.celu)
 
 
+class RReLU(Module):
+    """Randomized leaky ReLU: slopes ~ U(lower, upper) in training, their mean in eval."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
+
+
 class PReLU(Module):
     """``max(0, x) + weight * min(0, x)`` with a learnable slope (one, or one per channel)."""
 
@@ -284,5 +301,5 @@ __all__ = [
     "ReLU", "ReLU6", "SELU", "SiLU", "Mish", "Hardsigmoid", "Hardswish", "Hardtanh",
     "LeakyReLU", "ELU", "CELU", "PReLU", "GELU", "Sigmoid", "Tanh", "LogSigmoid", "Softsign",
     "Tanhshrink", "Softplus", "Threshold", "Softmax", "LogSoftmax", "Softmin", "Hardshrink",
-    "Softshrink", "GLU", "Softmax2d",
+    "Softshrink", "GLU", "Softmax2d", "RReLU",
 ]

@@ -40,4 +40,13 @@ class Dropout3d(_DropoutNd):
     _fn = staticmethod(F.dropout3d)
 
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+class AlphaDropout(_DropoutNd):
+    _fn = staticmethod(F.alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    _fn = staticmethod(F.feature_alpha_dropout)
+
+
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "FeatureAlphaDropout"]
