@@ -464,3 +464,29 @@ def test_logit_eps_heaviside_where_method():
     check_error(lambda m, t: m.heaviside(t, t.long()), v, match="different dtypes")
     check(lambda m, t, c, o: t.where(c > 0, o), arr(3, 4), arr(4), arr(3, 1))
     check_error(lambda m, t: m.where(t, t, t), v, match="but got a tensor with dtype Float")
+
+
+def test_gamma_family():
+    x = np.array([0.1, 0.5, 1.0, 2.5, 7.3, 30.0, -0.5, -1.7, -3.2], dtype=np.float64)
+    for fn in (lambda m, t: m.lgamma(t), lambda m, t: t.digamma(), lambda m, t: m.polygamma(1, t),
+               lambda m, t: t.polygamma(2), lambda m, t: m.polygamma(0, t),
+               lambda m, t: t.lgamma().exp()):
+        check(fn, x, rtol=1e-8)
+        check(fn, x[:6].astype(np.float32))
+    check(lambda m, t: m.mvlgamma(t, 3), np.array([1.5, 4.0], dtype=np.float32))
+    check(lambda m, t: t.lgamma(), np.array([1, 2, 5], dtype=np.int64))
+    p = pos(3, dtype="float64")
+    for f in (ember.lgamma, ember.digamma, lambda t: ember.polygamma(2, t)):
+        fd_check(f, p)
+        gradgrad_check(f, p)
+    edge = np.array([0.0, -1.0, -2.0, np.inf, np.nan], dtype=np.float64)
+    check(lambda m, t: m.lgamma(t), edge, grad=False)
+    check(lambda m, t: m.digamma(t), edge, grad=False)
+    check_error(lambda m, t: m.polygamma(-1, t), x, match="does not support negative n")
+
+    def names(m):
+        t = m.tensor(x, requires_grad=True)
+        return [o.grad_fn.name() for o in (t.lgamma(), t.digamma(), t.polygamma(1),
+                                           m.special.polygamma(0, t) if m is torch else
+                                           m.polygamma(0, t))]
+    assert names(ember) == names(torch)
