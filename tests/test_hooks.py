@@ -208,11 +208,24 @@ def posthook_sees_unbroadcast_grads(lib, log):
     log.append(_r(b.grad))
 
 
+def fan_out_hook_sees_summed_grad(lib, log):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    h.register_hook(lambda g: log.append(("h", _r(g))))
+    x.register_hook(lambda g: log.append(("x", _r(g))))
+    unused = x * 5
+    unused.register_hook(lambda g: log.append("never"))
+    out = (h * 3 + h.exp() + x).sum()
+    out.backward(retain_graph=True)
+    out.backward()
+    log.append(_r(x.grad))
+
+
 SCENARIOS = [leaf_hooks, nonleaf_full_order, retain_before_hook, hooks_with_autograd_grad,
              prehook_and_posthook_replace, removal, branching_order, two_leaves_accumulate_order,
              multi_output_node, hook_added_during_backward, retain_grad_accumulates,
              many_leaves_ready_together, retain_grad_vs_node_prehook, hooks_with_backward_inputs,
-             posthook_sees_unbroadcast_grads]
+             posthook_sees_unbroadcast_grads, fan_out_hook_sees_summed_grad]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)
