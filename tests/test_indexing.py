@@ -427,6 +427,29 @@ def test_setitem_through_views_rebases_base_like_torch():
     assert en == tn
 
 
+def _inplace_views(m, a, w):
+    b = a * 1
+    b[0].mul_(2)
+    b[:, 1].add_(w)
+    b.diagonal().exp_()
+    out = m.zeros(3, 4)
+    out[1].add_(w[0])
+    out.t()[2].sub_(w)
+    return b * b + out
+
+
+def test_inplace_ops_on_views_rebase_like_torch():
+    check(_inplace_views, arr(3, 4, low=-1, high=1), arr(3))
+    grads, an, wn = [], arr(3, 4, low=-1, high=1), arr(3)
+    for m in (ember, torch):  # a .sum() root: its gradient is an all-0-stride broadcast
+        a = m.tensor(an, requires_grad=True)
+        w = m.tensor(wn, requires_grad=True)
+        _inplace_views(m, a, w).sum().backward()
+        grads.append((a.grad.numpy(), w.grad.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-5)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-5)
+
+
 def test_setitem_through_view_fd_and_gradgrad():
     def fn(a, w):
         b = a * 1

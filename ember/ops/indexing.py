@@ -28,7 +28,10 @@ def _np_steps(a: np.ndarray, steps: tuple) -> np.ndarray:
     for kind, dim, arg in steps:
         if kind == 3:  # a region of the flat array (a write through a view of a base)
             off, shape, strides = arg
-            a = as_strided(a.reshape(-1)[off:], shape, tuple(s * a.itemsize for s in strides))
+            # ascontiguousarray: a view for the contiguous arrays written to, a copy for
+            # strided inputs (reshape(-1) of an all-0-stride array would keep stride 0)
+            flat = np.ascontiguousarray(a).reshape(-1)
+            a = as_strided(flat[off:], shape, tuple(s * a.itemsize for s in strides))
         elif kind == 2:
             a = np.expand_dims(a, dim)
         else:
@@ -394,6 +397,19 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
     x._grad_fn, x._output_nr, x._rg = res._grad_fn, 0, True
     x._vc[0] += 1
     return x
+
+
+def inplace_on_view(x: Tensor, fn, check, *args, **kwargs) -> Tensor:
+    """An in-place op on a view under autograd: ``fn`` runs on a snapshot of the view, the
+    result is written through the view (base rebased onto CopySlices, as torch).
+    ``check(target, result)`` applies the in-place op's dtype/shape rules to a scratch target."""
+    from ember.ops._promote import cast
+
+    src = Tensor._make(x._data.copy(), x._grad_fn, x._output_nr)
+    src._rg = x._rg
+    r = fn(src, *args, **kwargs)
+    check(Tensor._make(np.empty_like(x._data)), r)
+    return write_at(x, (), {}, cast(r, x.dtype))
 
 
 def _region(xa: np.ndarray, ba: np.ndarray):

@@ -31,7 +31,9 @@ def check_inplace(x: Tensor) -> None:
         return
     if x._rg and x._grad_fn is None:
         raise RuntimeError(LEAF_INPLACE)
-    if x._base is not None and x._base._rg and x._base._grad_fn is None:
+    # A real view of such a leaf requires grad itself; detach() aliases do not, and may be
+    # written (p.detach().zero_() is common).
+    if x._base is not None and x._rg and x._base._rg and x._base._grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
 
@@ -49,9 +51,9 @@ def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
             STATE.enabled = prev
         _write(x, r)
         return x
-    if x._base is not None and x._base._rg:
-        raise NotImplementedError("ember: in-place ops on a view of a tensor that requires grad "
-                                  "are not supported yet; apply the op to the base tensor")
+    if x._base is not None and (x._rg or not x._base._rg):  # a view: torch's CopySlices rebase
+        from ember.ops.indexing import inplace_on_view
+        return inplace_on_view(x, fn, _write, *args, **kwargs)
     # A snapshot holding x's old values at x's place in the graph, so that a backward that
     # needs the old input still finds it.
     src = Tensor._make(x._data.copy(), x._grad_fn, x._output_nr)
