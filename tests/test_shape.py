@@ -104,6 +104,20 @@ def test_view_of_noncontiguous_raises_like_torch():
     check_error(lambda m, x: x.view(-1, 0), arr(0, 3), match="ambiguous")
 
 
+def test_view_dtype_reinterprets_bytes():
+    check(lambda m, x: x.view(m.int32), arr(2, 4), grad=False)
+    check(lambda m, x: x.view(m.int16), arr(4, dtype="uint8", low=0, high=200))
+    check(lambda m, x: x.view(m.uint8), arr(2, 2, dtype="int16", low=-300, high=300))
+    check(lambda m, x: x.view(m.int32), arr(), grad=False)
+    check_error(lambda m, x: x.view(m.int16), arr(3, dtype="uint8"), match="divisible by 2")
+    check_error(lambda m, x: x.t().view(m.int16), arr(4, 2, dtype="uint8"), match="stride(-1)")
+    check_error(lambda m, x: x.view(m.float64), arr(), match="cannot be 0")
+    x = ember.zeros(2)
+    y = x.view(ember.int32)
+    y[0] = 1065353216
+    assert x[0].item() == 1.0 and x._version == y._version
+
+
 def test_reshape_copies_with_torch_nodes():
     def fn(m, x):
         y = x.t().reshape(-1)

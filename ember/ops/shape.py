@@ -99,9 +99,32 @@ def alias(x: Tensor) -> Tensor:
 
 def view(x: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and not isinstance(shape[0], int | list | tuple | Size):
-        return x.to(shape[0])  # view(dtype) is out of scope; same-size dtype only via .to
+        return _view_dtype(x, shape[0])
     shape = infer_shape(_shape_arg(shape), x._data.size)
     return View.apply(x, shape=shape)
+
+
+def _view_dtype(x: Tensor, dtype) -> Tensor:
+    """``x.view(dtype)``: the same bytes read as another dtype (not differentiable)."""
+    from ember import _dtype
+    from ember._creation import legacy_name
+
+    dt = _dtype.to_dtype(dtype)
+    a = x._data
+    if dt.np.itemsize != a.itemsize:
+        what = f"to view {legacy_name(x.dtype)} as {legacy_name(dt)} (different element sizes)"
+        if a.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if a.strides[-1] != a.itemsize and a.shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
+                               f"{a.strides[-1] // a.itemsize}")
+        ratio = max(dt.np.itemsize, a.itemsize) // min(dt.np.itemsize, a.itemsize)
+        if dt.np.itemsize > a.itemsize and a.shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got "
+                               f"{a.shape[-1]}")
+    out = Tensor._make(a.view(dt.np))
+    out._set_view_of(x)
+    return out
 
 
 def reshape(x: Tensor, *shape) -> Tensor:
