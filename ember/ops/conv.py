@@ -200,6 +200,51 @@ class ConvWeight(Op):
         return gx, gg
 
 
+class Im2Col(Op):
+    """F.unfold: every kernel window as a column, (N, C * kh * kw, L)."""
+
+    node_name = "Im2ColBackward0"
+
+    @staticmethod
+    def forward(ctx, x, ksize=(1, 1), dil=(1, 1), pad=(0, 0), stride=(1, 1)):
+        ctx.geom, ctx.size = (ksize, dil, pad, stride), x.shape[2:]
+        xp = _pad_arr(x, ((pad[0], pad[0]), (pad[1], pad[1])))
+        osize = tuple(_out_len(xp.shape[2 + i], ksize[i], stride[i], dil[i]) for i in (0, 1))
+        n, c = x.shape[:2]
+        return _windows(xp, ksize, stride, dil, osize).reshape(
+            n, c * ksize[0] * ksize[1], osize[0] * osize[1])
+
+    @staticmethod
+    def backward(ctx, g):
+        return Col2Im.apply(g, out_size=ctx.size, geom=ctx.geom)
+
+
+class Col2Im(Op):
+    """F.fold: sum columns (N, C * kh * kw, L) back into an (N, C, H, W) image."""
+
+    node_name = "Col2ImBackward0"
+
+    @staticmethod
+    def forward(ctx, cols, out_size=(1, 1), geom=None):
+        (kh, kw), dil, pad, stride = geom
+        ctx.geom = geom
+        n = cols.shape[0]
+        c = cols.shape[1] // (kh * kw)
+        osize = tuple(_out_len(out_size[i] + 2 * pad[i], geom[0][i], stride[i], dil[i])
+                      for i in (0, 1))
+        blocks = cols.reshape(n, c, kh, kw, *osize).transpose(0, 2, 3, 1, 4, 5)
+        full = tuple((o - 1) * s + d * (k - 1) + 1 for o, s, d, k in
+                     zip(osize, stride, dil, (kh, kw)))
+        img = _col2im(blocks, full, stride, dil)
+        return _pad_arr(img, tuple((-p, size + p - f) for p, size, f in
+                                   zip(pad, out_size, full)))
+
+    @staticmethod
+    def backward(ctx, g):
+        ksize, dil, pad, stride = ctx.geom
+        return Im2Col.apply(g, ksize=ksize, dil=dil, pad=pad, stride=stride)
+
+
 # --- public functions (torch.conv2d, F.conv2d, ...) ----------------------------------------
 
 
@@ -354,6 +399,57 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """2-D transposed convolution; ``weight`` is (in_channels, out_channels / groups, kh, kw)."""
     return _conv_transposend("conv_transpose2d", 2, input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
+
+
+def _blocks(size, k, d, p, s) -> tuple:
+    return tuple((n + 2 * pi - di * (ki - 1) - 1) // si + 1
+                 for n, ki, di, pi, si in zip(size, k, d, p, s))
+
+
+def _check_blocks(size, k, d, p, s) -> tuple:
+    blocks = _blocks(size, k, d, p, s)
+    if any(b < 1 for b in blocks):
+        raise RuntimeError(f"Given input with spatial size {tuple(size)}, kernel_size={k}, "
+                           f"dilation={d}, padding={p}, calculated shape of the array of "
+                           f"sliding blocks as {blocks}, but its components must be at least "
+                           "one.")
+    return blocks
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Extract sliding local blocks: (N, C, H, W) -> (N, C * kh * kw, L) (im2col)."""
+    if input.ndim not in (3, 4):
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-max(input.ndim, 1)}, {max(input.ndim, 1) - 1}], but got 2)")
+    k, d, p, s = (_tuple(v, 2) for v in (kernel_size, dilation, padding, stride))
+    if input.ndim == 3:
+        return unfold(input.unsqueeze(0), k, d, p, s).squeeze(0)
+    _check_blocks(input.shape[2:], k, d, p, s)
+    return Im2Col.apply(input, ksize=k, dil=d, pad=p, stride=s)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,
+         stride=1) -> Tensor:
+    """Sum sliding blocks (N, C * kh * kw, L) into an (N, C, *output_size) image (col2im)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           "batch size and non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
+    o, k, d, p, s = (_tuple(v, 2) for v in (output_size, kernel_size, dilation, padding,
+                                            stride))
+    if input.ndim == 2:
+        return fold(input.unsqueeze(0), o, k, d, p, s).squeeze(0)
+    if input.shape[1] % (k[0] * k[1]):
+        raise RuntimeError("Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={input.shape[1]} and "
+                           f"kernel_size={k}.")
+    blocks = _check_blocks(o, k, d, p, s)
+    if input.shape[2] != blocks[0] * blocks[1]:
+        raise RuntimeError(f"Given output_size={o}, kernel_size={k}, dilation={d}, padding={p}, "
+                           f"stride={s}, expected size of input's dimension 2 to match the "
+                           f"calculated number of sliding blocks {blocks[0]} * {blocks[1]} = "
+                           f"{blocks[0] * blocks[1]}, but got input.size(2)={input.shape[2]}.")
+    return Col2Im.apply(input, out_size=o, geom=(k, d, p, s))
 
 
 METHODS: dict = {}

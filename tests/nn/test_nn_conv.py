@@ -234,3 +234,38 @@ def test_conv2d_geometry_hypothesis(k, s, d, p, groups, hw):
                                                    output_padding=op, groups=groups,
                                                    dilation=d), x, w.reshape(2 * groups, 2, *k),
           b, atol=1e-4)
+
+
+# --- fold / unfold -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,kw", [
+    ((2, 3, 5, 6), {"kernel_size": 2}),
+    ((2, 3, 7, 6), {"kernel_size": (3, 2), "dilation": (1, 2), "padding": 1, "stride": 2}),
+    ((3, 5, 5), {"kernel_size": 3, "padding": (0, 1)}),
+])
+def test_unfold_fold(shape, kw):
+    check(lambda m, x: F(m).unfold(x, **kw), arr(*shape))
+    with ember.no_grad():
+        cols_shape = F(ember).unfold(ember.tensor(arr(*shape)), **kw).shape
+    check(lambda m, c: F(m).fold(c, shape[-2:], **kw), arr(*cols_shape))
+    fd_check(lambda x: ember.nn.functional.unfold(x, **kw), arr(*shape[:-3], 1, *shape[-2:]))
+
+
+def test_fold_unfold_layers_and_errors():
+    import torch
+    from layer_oracle import assert_same_structure, compare_layer
+
+    e, t = ember.nn.Unfold(2, stride=2), torch.nn.Unfold(2, stride=2)
+    assert_same_structure(e, t)
+    compare_layer(e, t, arr(2, 3, 6, 6))
+    e, t = ember.nn.Fold((4, 5), (2, 3), stride=2), torch.nn.Fold((4, 5), (2, 3), stride=2)
+    assert_same_structure(e, t)
+    compare_layer(e, t, arr(2, 12, 4))
+    check_error(lambda m, x: F(m).fold(x, (5, 6), 2), arr(2, 13, 20),
+                match="to be divisible by the product of kernel_size")
+    check_error(lambda m, x: F(m).unfold(x, 7), arr(2, 3, 5, 6),
+                match="but its components must be at least one")
+    check_error(lambda m, x: F(m).fold(x, (5, 6), 2), arr(1, 2, 12, 20),
+                match="Expected 2D or 3D (batch mode) tensor")
+    check_error(lambda m, x: F(m).fold(x, (5, 6), 2), arr(2, 12, 19),
+                match="expected size of input's dimension 2 to match")

@@ -1,5 +1,5 @@
-"""F.conv1d, F.conv2d, F.conv_transpose1d, F.conv_transpose2d (see ember/ops/conv.py)."""
+"""F.conv1d/2d, F.conv_transpose1d/2d, F.unfold/F.fold (see ember/ops/conv.py)."""
 
-from ember.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from ember.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "fold", "unfold"]
