@@ -171,3 +171,19 @@ def test_saved_tensors_hooks_roundtrip():
     x2 = ember.tensor(x.detach().numpy(), requires_grad=True)
     (x2.exp() * x2).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-6)
+
+
+def test_save_on_cpu_and_disable_saved_tensors_hooks_like_torch():
+    for lib in (ember, torch):
+        g = lib.autograd.graph
+        with g.disable_saved_tensors_hooks("no hooks here"):
+            with pytest.raises(RuntimeError, match="no hooks here"):
+                with g.saved_tensors_hooks(lambda t: t, lambda t: t):
+                    pass
+        with g.saved_tensors_hooks(lambda t: t, lambda t: t):
+            pass  # allowed again outside
+        x = lib.ones(2, requires_grad=True)
+        with g.save_on_cpu():
+            y = (x * x).sum()
+        y.backward()
+        assert x.grad.tolist() == [2.0, 2.0]

@@ -131,10 +131,36 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self) -> None:
+        if _HOOKS_DISABLED[0] is not None:
+            raise RuntimeError(_HOOKS_DISABLED[0])
         SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
 
     def __exit__(self, *exc) -> None:
         SAVED_HOOKS.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Keep saved tensors in CPU memory: ember's tensors always are, so they pass through."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        super().__init__(lambda t: t, lambda t: t)
+
+
+_HOOKS_DISABLED: list = [None]
+
+
+class disable_saved_tensors_hooks:
+    """Within the block, entering ``saved_tensors_hooks`` raises ``error_message``."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> None:
+        self.prev = _HOOKS_DISABLED[0]
+        _HOOKS_DISABLED[0] = self.error_message
+
+    def __exit__(self, *exc) -> None:
+        _HOOKS_DISABLED[0] = self.prev
 
 
 def pack_saved(node: Node, saved: tuple) -> tuple:
