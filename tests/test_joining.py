@@ -53,9 +53,17 @@ def test_cat_stack_promote(da, db):
 
 def test_cat_partial_requires_grad_and_out():
     check(lambda m, a, b: m.cat([a, b]), arr(2, 3), arr(1, 3), grad_inputs=(1,))
-    out = ember.empty(3, 3)
-    r = ember.cat([ember.ones(1, 3), ember.zeros(2, 3)], out=out)
-    assert r is out and out.sum().item() == 3.0
+    for m in (ember, torch):
+        out = m.zeros(3, 3)
+        view = out[0]
+        r = m.cat([m.ones(1, 3), m.zeros(2, 3)], out=out)
+        assert r is out and out.sum().item() == 3.0 and view.sum().item() == 3.0
+        small = m.zeros(2)
+        with pytest.warns(UserWarning, match="resized"):
+            m.stack([m.ones(2), m.ones(2)], out=small)
+        assert small.shape == (2, 2)
+    check_error(lambda m, a: m.cat([a.requires_grad_()], out=m.zeros(2, 3)), arr(2, 3).copy(),
+                match="out=")
 
 
 def test_join_errors():

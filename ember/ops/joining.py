@@ -91,17 +91,32 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
                                    f"Expected size {a} but got size {b} for tensor number {i} "
                                    "in the list.")
     res = Cat.apply(*tensors, dim=d)
-    if out is not None:
-        return _write_out(out, res)
-    return res
+    return _write_out(out, res, "cat") if out is not None else res
 
 
 def concatenate(tensors, axis: int = 0, *, out=None) -> Tensor:
     return cat(tensors, axis, out=out)
 
 
-def _write_out(out: Tensor, res: Tensor) -> Tensor:
-    out._data = np.ascontiguousarray(res._data, dtype=out._data.dtype)
+def _write_out(out: Tensor, res: Tensor, fname: str) -> Tensor:
+    """torch's ``out=``: written in place when the shape fits, else resized (with a warning)."""
+    from ember.autograd.grad_mode import STATE
+
+    if STATE.enabled and (res._rg or out._rg):
+        raise RuntimeError(f"{fname}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if out._data.shape == res._data.shape:
+        np.copyto(out._data, res._data, casting="unsafe")
+    else:
+        if out._data.size:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(res.shape)}. This behavior is deprecated, and in a future PyTorch "
+                "release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
+                "t.resize_(0).", UserWarning, stacklevel=3)
+        out._data = res._data.astype(out._data.dtype, copy=False)
     out._vc[0] += 1
     return out
 
@@ -133,7 +148,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     for t in tensors[1:]:
         dt = _dtype.promote_types(dt, t.dtype)
     res = Stack.apply(*[cast(t, dt) for t in tensors], dim=d)
-    return _write_out(out, res) if out is not None else res
+    return _write_out(out, res, "stack") if out is not None else res
 
 
 def atleast_1d(*tensors):
