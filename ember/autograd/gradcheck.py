@@ -196,9 +196,11 @@ def gradcheck(func: Callable, inputs, *, eps: float = 1e-6, atol: float = 1e-5,
     >>> gradcheck(lambda t: (t * t).sum(), (x,))
     True
     """
-    if check_forward_ad:
-        raise NotImplementedError("ember has no forward-mode AD: check_forward_ad=True is not "
-                                  "supported")
+    if check_forward_ad or check_batched_forward_grad:
+        raise NotImplementedError("ember has no forward-mode AD: check_forward_ad and "
+                                  "check_batched_forward_grad are not supported")
+    if check_batched_grad:
+        raise NotImplementedError("ember has no vmap: check_batched_grad is not supported")
     inputs = _as_tuple(inputs)
     ins = _diff_inputs(inputs)
     try:
