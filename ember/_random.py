@@ -1,7 +1,12 @@
-"""Random number generation: torch's Generator API over NumPy's PCG64.
+"""Random number generation with torch's CPU streams.
 
-The streams need not match torch's numbers, only its API: ``manual_seed`` makes runs
-repeatable, ``get_state``/``set_state`` save and restore a generator as a uint8 tensor.
+A Generator is a Mersenne Twister (MT19937) seeded as torch seeds its own, and ``rand``,
+``randn``, ``normal``, ``randint`` and ``randperm`` turn its 32-bit outputs into numbers the way
+torch's CPU kernels do. So after ``manual_seed(s)`` they give torch's numbers: bit for bit in
+float64 and for integers; float32 normals of 16 or more elements differ from torch's
+vectorised (AVX2) kernel in the last bit or two. Other samplers (``bernoulli``, ``nn.init``,
+dropout, data shuffling) draw from the same generator through NumPy (``rng()``), with their
+own streams.
 """
 
 from __future__ import annotations
@@ -18,22 +23,25 @@ class Generator:
     """torch.Generator: ``manual_seed``, ``seed``, ``initial_seed``, ``get_state``/``set_state``.
 
     >>> g = ember.Generator().manual_seed(0)
-    >>> ember.rand(2, generator=g)  # the same two numbers on every run
+    >>> ember.rand(2, generator=g)  # torch.rand(2, generator=torch.Generator().manual_seed(0))
+    tensor([0.4963, 0.7682])
     """
 
     def __init__(self, device="cpu") -> None:
         from ember._backend import check_device
 
         self.device = check_device(device)
-        self._seed = _DEFAULT_SEED
-        self._rng = np.random.default_rng(self._seed)
+        self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed) -> Generator:
         seed = int(seed)
         if not -(1 << 63) <= seed <= _MASK64:
             raise ValueError("Overflow when unpacking long long")
         self._seed = seed & _MASK64  # negative seeds wrap, as torch's uint64 does
-        self._rng = np.random.default_rng(self._seed)
+        self._bits = np.random.MT19937(0)
+        self._bits._legacy_seeding(self._seed & 0xFFFF_FFFF)  # std::mt19937(seed) seeding
+        self._rng = np.random.Generator(self._bits)
+        self._next_normal = None  # torch caches the second Box-Muller value
         return self
 
     def seed(self) -> int:
@@ -49,8 +57,9 @@ class Generator:
         """The generator state as a uint8 tensor (restore it with ``set_state``)."""
         from ember._tensor import Tensor
 
-        state = repr((self._seed, self._rng.bit_generator.state)).encode()
-        return Tensor._make(np.frombuffer(state, dtype=np.uint8).copy())
+        st = self._bits.state
+        state = (self._seed, st["state"]["key"].tolist(), st["state"]["pos"], self._next_normal)
+        return Tensor._make(np.frombuffer(repr(state).encode(), dtype=np.uint8).copy())
 
     def set_state(self, new_state) -> Generator:
         from ember._tensor import Tensor
@@ -60,21 +69,89 @@ class Generator:
         if new_state._data.dtype != np.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
         try:
-            seed, state = ast.literal_eval(new_state._data.tobytes().decode())
-            rng = np.random.default_rng()
-            rng.bit_generator.state = state
+            seed, key, pos, cached = ast.literal_eval(new_state._data.tobytes().decode())
+            bits = np.random.MT19937(0)
+            bits.state = {"bit_generator": "MT19937",
+                          "state": {"key": np.array(key, dtype=np.uint32), "pos": pos}}
         except (ValueError, SyntaxError, TypeError, KeyError, UnicodeDecodeError):
             raise RuntimeError("Invalid generator state: not one made by get_state()") from None
-        self._seed, self._rng = seed, rng
+        self._seed, self._bits, self._next_normal = seed, bits, cached
+        self._rng = np.random.Generator(bits)
         return self
 
     @property
     def rng(self) -> np.random.Generator:
-        """The NumPy generator that draws this generator's numbers."""
+        """A NumPy generator drawing from this generator's stream."""
         return self._rng
+
+    # --- torch's transforms of the raw 32-bit stream -----------------------------------------
+    def _raw(self, n: int) -> np.ndarray:
+        return self._bits.random_raw(n).astype(np.uint64)
+
+    def _raw64(self, n: int) -> np.ndarray:
+        x = self._raw(2 * n)
+        return (x[0::2] << np.uint64(32)) | x[1::2]
+
+    def _uniform(self, n: int, double: bool) -> np.ndarray:
+        """uniform_real_distribution: 53 random bits for double, 24 for every other dtype."""
+        if double:
+            return (self._raw64(n) & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
+        return ((self._raw(n) & np.uint64((1 << 24) - 1)).astype(np.float32)
+                * np.float32(2.0 ** -24))
+
+    def _normal_scalar(self) -> float:
+        """normal_distribution<double>: Box-Muller on two doubles, second value cached."""
+        if self._next_normal is not None:
+            value, self._next_normal = self._next_normal, None
+            return value
+        u1, u2 = self._uniform(2, True)
+        r = np.sqrt(-2.0 * np.log1p(-u2))
+        theta = 2.0 * np.pi * u1
+        self._next_normal = float(r * np.sin(theta))
+        return float(r * np.cos(theta))
+
+    def _normal(self, n: int, double: bool, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
+        """torch's normal_ kernel: one scalar draw each below 16 elements, else normal_fill
+        (Box-Muller over blocks of 16 uniforms; a ragged tail redraws the last 16)."""
+        if n < 16:
+            out = np.array([self._normal_scalar() for _ in range(n)], dtype=np.float64)
+            return out * std + mean
+        work = np.float64 if double else np.float32
+        data = self._uniform(n, double)
+        k = n // 16
+        data[:k * 16] = _box_muller16(data[:k * 16].reshape(k, 16), work, mean, std).ravel()
+        if n % 16:
+            data[n - 16:] = _box_muller16(self._uniform(16, double).reshape(1, 16), work,
+                                          mean, std).ravel()
+        return data
+
+    def _randint(self, low: int, high: int, n: int) -> np.ndarray:
+        """random_from_to: a 32-bit draw (64-bit when the range needs it) modulo the range."""
+        span = high - low
+        raw = self._raw64(n) if span >= 1 << 32 else self._raw(n)
+        return (raw % np.uint64(span)).astype(np.int64) + low
+
+    def _randperm(self, n: int) -> np.ndarray:
+        """torch's Fisher-Yates: swap i with i + random() % (n - i)."""
+        z = (self._raw(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
+        perm = list(range(n))
+        for i, j in enumerate(z):
+            j += i
+            perm[i], perm[j] = perm[j], perm[i]
+        return np.array(perm, dtype=np.int64)
+
+
+def _box_muller16(d: np.ndarray, work, mean: float, std: float) -> np.ndarray:
+    u1 = work(1) - d[:, :8]  # [0, 1) -> (0, 1] for the log
+    u2 = d[:, 8:]
+    radius = np.sqrt(work(-2) * np.log(u1))
+    theta = work(2.0 * np.pi) * u2
+    return np.concatenate([radius * np.cos(theta) * work(std) + work(mean),
+                           radius * np.sin(theta) * work(std) + work(mean)], axis=1)
 
 
 default_generator = Generator()
+default_generator.seed()  # as torch, the process-wide generator starts from OS entropy
 
 
 def rng(generator: Generator | None) -> np.random.Generator:
@@ -124,16 +201,24 @@ def _float_dtype(dtype, kernel: str) -> _dtype.dtype:
     return dt
 
 
-def _uniform(g: np.random.Generator, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
-    if dt is _dtype.float64:
-        return g.random(shape)
-    return g.random(shape, dtype=np.float32).astype(dt.np, copy=False)
+def _gen(generator: Generator | None) -> Generator:
+    if generator is None:
+        return default_generator
+    if not isinstance(generator, Generator):
+        raise TypeError(f"expected a torch.Generator, but got {type(generator).__name__}")
+    return generator
 
 
-def _standard_normal(g: np.random.Generator, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
-    if dt is _dtype.float64:
-        return g.standard_normal(shape)
-    return g.standard_normal(shape, dtype=np.float32).astype(dt.np, copy=False)
+def _uniform(g: Generator, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
+    n = int(np.prod(shape))
+    return g._uniform(n, dt is _dtype.float64).reshape(shape).astype(dt.np, copy=False)
+
+
+def _standard_normal(g: Generator, shape: tuple, dt: _dtype.dtype, mean: float = 0.0,
+                     std: float = 1.0) -> np.ndarray:
+    n = int(np.prod(shape))
+    out = g._normal(n, dt is _dtype.float64, mean, std)
+    return out.reshape(shape).astype(dt.np, copy=False)
 
 
 def rand(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
@@ -142,7 +227,7 @@ def rand(*args, size=None, generator: Generator | None = None, out=None, dtype=N
     """Uniform samples from [0, 1)."""
     shape = parse_size(args, "rand", size)
     dt = _float_dtype(dtype, "check_uniform_bounds")
-    return finish(_uniform(rng(generator), shape, dt), requires_grad, device)
+    return finish(_uniform(_gen(generator), shape, dt), requires_grad, device)
 
 
 def randn(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
@@ -151,7 +236,7 @@ def randn(*args, size=None, generator: Generator | None = None, out=None, dtype=
     """Standard normal samples."""
     shape = parse_size(args, "randn", size)
     dt = _float_dtype(dtype, "normal_kernel_cpu")
-    return finish(_standard_normal(rng(generator), shape, dt), requires_grad, device)
+    return finish(_standard_normal(_gen(generator), shape, dt), requires_grad, device)
 
 
 def _randint_array(g, low, high, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
@@ -159,7 +244,7 @@ def _randint_array(g, low, high, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
-    return g.integers(low, high, size=shape).astype(dt.np)
+    return g._randint(low, high, int(np.prod(shape))).reshape(shape).astype(dt.np)
 
 
 def randint(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
@@ -179,7 +264,7 @@ def randint(*args, size=None, generator: Generator | None = None, out=None, dtyp
                         f"ints, not {type(shape).__name__}")
     shape = parse_size((shape,), "randint")
     dt = dtype_or(dtype, _dtype.int64)
-    return finish(_randint_array(rng(generator), _item(low), _item(high), shape, dt),
+    return finish(_randint_array(_gen(generator), _item(low), _item(high), shape, dt),
                   requires_grad, device)
 
 
@@ -190,7 +275,7 @@ def randperm(n: int, *, generator: Generator | None = None, out=None, dtype=None
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = dtype_or(dtype, _dtype.int64)
-    return finish(rng(generator).permutation(n).astype(dt.np), requires_grad, device)
+    return finish(_gen(generator)._randperm(n).astype(dt.np), requires_grad, device)
 
 
 def _item(v):
@@ -226,7 +311,7 @@ def randint_like(input: Tensor, low, high=None, *, generator: Generator | None =
     if high is None:
         low, high = 0, low
     dt = dtype_or(dtype, x.dtype)
-    return finish(_randint_array(rng(generator), _item(low), _item(high), x._data.shape, dt),
+    return finish(_randint_array(_gen(generator), _item(low), _item(high), x._data.shape, dt),
                   requires_grad, device)
 
 
@@ -284,7 +369,7 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=
     ``normal(mean_float, std_tensor)``, ``normal(mean_float, std_float, size)``.
     """
     mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
-    g = rng(generator)
+    g = _gen(generator)
     if not mt and not st:
         if size is None:
             raise TypeError(
@@ -297,7 +382,7 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=
         shape = parse_size((size,), "normal")
         _check_std(std)
         dt = _float_dtype(dtype, "normal_kernel_cpu")
-        sample = (mean + std * _standard_normal(g, shape, dt)).astype(dt.np, copy=False)
+        sample = _standard_normal(g, shape, dt, mean, std)
         return finish(sample, requires_grad, device)
     dt = mean.dtype if mt else std.dtype
     if not dt.is_floating_point:
@@ -311,7 +396,9 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=
     m = mean._data if mt else mean
     s = std._data.astype(dt.np, copy=False) if st else std
     shape = np.broadcast_shapes(np.shape(m), np.shape(s))
-    sample = (m + s * _standard_normal(g, shape, dt)).astype(dt.np, copy=False)
+    # As torch: draw N(0, std) (or N(0, 1) when std is a tensor), then scale and shift.
+    noise = _standard_normal(g, shape, dt, 0.0, 1.0 if st else std)
+    sample = ((noise * s if st else noise) + m).astype(dt.np, copy=False)
     if mt and st:
         return _NormalTensorTensor.apply(mean, std, sample=sample)
     if mt:
