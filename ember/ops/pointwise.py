@@ -454,7 +454,7 @@ class Where(Op):
 def where(condition: Tensor, input=None, other=None) -> Tensor:
     """Elementwise ``input if condition else other``; with one argument, ``nonzero(as_tuple)``."""
     if input is None and other is None:
-        from ember.ops.indexing import nonzero
+        from ember.ops.indexing_ops import nonzero
 
         return nonzero(condition, as_tuple=True)
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
