@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import warnings
 
 import numpy as np
@@ -71,8 +72,8 @@ def unsqueeze_to(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
 def reduced_size(shape: tuple, dims) -> int:
     """Number of elements folded into each output element."""
     if dims is None:
-        return int(np.prod(shape, dtype=np.int64))
-    return int(np.prod([shape[d] for d in dims], dtype=np.int64))
+        return math.prod(shape)
+    return math.prod([shape[d] for d in dims])
 
 
 def _sum_dtype(x: Tensor, dtype):
@@ -87,7 +88,7 @@ class Sum(Op):
     @staticmethod
     def forward(ctx, x, dims=None, keepdim=False, dtype=None):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        return np.sum(x, axis=dims, keepdims=keepdim, dtype=dtype.np)
+        return x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim)
 
     @staticmethod
     def backward(ctx, g):
@@ -114,8 +115,8 @@ class Mean(Op):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         n = reduced_size(x.shape, dims)
         ctx.n = n
-        out = np.sum(x, axis=dims, keepdims=keepdim, dtype=dtype.np)
-        return np.true_divide(out, n, dtype=dtype.np) if n else np.full_like(out, np.nan)
+        out = x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim)
+        return out / n if n else np.full_like(out, np.nan)  # a Python int keeps float32
 
     @staticmethod
     def backward(ctx, g):
@@ -221,11 +222,12 @@ def _var_fwd(ctx, x, dims, keepdim, correction):
     ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
     n = reduced_size(x.shape, dims)
     ctx.dof = max(0, n - correction)
-    m = np.mean(x, axis=dims, keepdims=True) if n else np.full(
+    m = x.sum(axis=dims, keepdims=True) / n if n else np.full(
         [1 if d in dims else s for d, s in enumerate(x.shape)], np.nan, x.dtype)
     d = x - m
+    d *= d
     with np.errstate(divide="ignore", invalid="ignore"):
-        var = np.sum(d * d, axis=dims, keepdims=keepdim) / x.dtype.type(ctx.dof)
+        var = d.sum(axis=dims, keepdims=keepdim) / x.dtype.type(ctx.dof)
     return var, (m if keepdim else np.squeeze(m, dims))
 
 

@@ -12,7 +12,7 @@ from ember import return_types
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops.reduction import norm_dims, numpy_aliases, unsqueeze_to
-from ember.ops.sorting import _finish_selection, _Selection, scalar_selection
+from ember.ops.sorting import _Selection, scalar_selection
 
 
 def evenly_distribute(g: Tensor, x: Tensor, out: Tensor, dims=None, keepdim=True) -> Tensor:
@@ -52,33 +52,36 @@ class _Extreme(Op):
 
 class Max(_Extreme):
     node_name = "MaxBackward1"
-    fn = staticmethod(np.max)
+    fn = staticmethod(np.ndarray.max)
 
 
 class Min(_Extreme):
     node_name = "MinBackward1"
-    fn = staticmethod(np.min)
+    fn = staticmethod(np.ndarray.min)
 
 
 class _ExtremeDim(_Selection):
-    argfn = None
+    argfn = valfn = None
 
     @classmethod
     def forward(cls, ctx, x, dim=0, keepdim=False):
         if x.ndim == 0:
             return scalar_selection(ctx, x)
+        # Cheaper than gathering at the indices; both pick the first NaN, if any.
         idx = cls.argfn(x, axis=dim, keepdims=True)
-        return _finish_selection(ctx, x, idx, dim, keepdim)
+        ctx.idx, ctx.dim, ctx.shape, ctx.keepdim = idx, dim, x.shape, keepdim
+        vals = cls.valfn(x, axis=dim, keepdims=keepdim)
+        return vals, (idx if keepdim else idx.squeeze(dim))
 
 
 class MaxDim(_ExtremeDim):
     node_name = "MaxBackward0"
-    argfn = staticmethod(np.argmax)
+    argfn, valfn = staticmethod(np.ndarray.argmax), staticmethod(np.ndarray.max)
 
 
 class MinDim(_ExtremeDim):
     node_name = "MinBackward0"
-    argfn = staticmethod(np.argmin)
+    argfn, valfn = staticmethod(np.ndarray.argmin), staticmethod(np.ndarray.min)
 
 
 def _empty_error(name: str, x: Tensor, exc=RuntimeError) -> None:
@@ -137,12 +140,12 @@ class _AExtreme(Op):
 
 class Amax(_AExtreme):
     node_name = "AmaxBackward0"
-    fn = staticmethod(np.max)
+    fn = staticmethod(np.ndarray.max)
 
 
 class Amin(_AExtreme):
     node_name = "AminBackward0"
-    fn = staticmethod(np.min)
+    fn = staticmethod(np.ndarray.min)
 
 
 def _a_reduce(name: str, op):
