@@ -144,3 +144,26 @@ def test_mha_default_init_and_errors():
     for lib in (torch, ember):
         with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
             lib.nn.MultiheadAttention(8, 3)
+
+
+def test_sdpa_fused_node_masked_rows_broadcast_and_gradgrad():
+    from oracle import fd_check, gradgrad_check
+
+    mask = np.ones((3, 3), dtype=bool)
+    mask[1] = False  # a fully masked row attends to nothing: zeros, as torch's CPU kernel
+    check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, attn_mask=m.tensor(mask)),
+          arr(1, 2, 3, 4), arr(1, 2, 3, 4), arr(1, 2, 3, 4))
+    check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
+          arr(2, 3, 4, 5), arr(2, 1, 6, 5), arr(1, 6, 3))  # broadcast batch dims
+    q = ember.tensor(arr(1, 3, 4), requires_grad=True)
+    out = F(ember).scaled_dot_product_attention(q, q, q)
+    assert type(out.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
+    bias = ember.tensor(arr(3, 4, dtype="float64"))
+    fn = lambda q, k, v: F(ember).scaled_dot_product_attention(  # noqa: E731
+        q, k, v, attn_mask=bias)
+    args = (arr(2, 3, 2), arr(2, 4, 2), arr(2, 4, 3))
+    fd_check(fn, *args)
+    gradgrad_check(fn, *args)
+    # A float mask that requires grad takes the composite path and gets its gradient.
+    check(lambda m, q, a: F(m).scaled_dot_product_attention(q, q, q, attn_mask=a),
+          arr(2, 3, 4), arr(3, 3))

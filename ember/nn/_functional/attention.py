@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 
 from ember._tensor import Tensor
+from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
 from ember.nn._functional.dropout import dropout
 from ember.nn._functional.linear import linear
 from ember.ops.activation import softmax
@@ -22,6 +24,52 @@ def _additive(mask: Tensor, dtype, true_means_keep: bool) -> Tensor:
     return Tensor._make(np.where(keep, 0.0, -np.inf).astype(dtype.np))
 
 
+def _softmax_rows(s: np.ndarray) -> np.ndarray:
+    """Softmax over the last dim; rows that are all -inf give zeros (as torch's CPU kernel)."""
+    m = s.max(-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    p = np.exp(s - m)
+    total = p.sum(-1, keepdims=True)
+    np.divide(p, total, out=p, where=total > 0)
+    return p
+
+
+class ScaledDotProductAttention(Op):
+    """Fused attention (no dropout): one node; backward recomputes or reuses the weights."""
+
+    node_name = "ScaledDotProductFlashAttentionForCpuBackward0"
+    saves = (0, 1, 2)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias=None, scale=1.0):
+        s = np.matmul(q, np.swapaxes(k, -1, -2))
+        s *= np.asarray(scale, dtype=s.dtype)
+        if bias is not None:
+            s = s + bias
+        p = _softmax_rows(s)
+        ctx.p, ctx.bias, ctx.scale = p, bias, scale
+        return np.matmul(p, v)
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        if STATE.enabled:  # create_graph: the weights as a differentiable function of q, k
+            s = q.matmul(k.transpose(-2, -1)) * ctx.scale
+            if ctx.bias is not None:
+                s = s + Tensor._make(ctx.bias)
+            p = softmax(s, -1)
+        else:
+            p = Tensor._make(ctx.p)
+        gv = p.transpose(-2, -1).matmul(g) if need[2] else None
+        gp = g.matmul(v.transpose(-2, -1))
+        gs = p * (gp - (gp * p).sum(-1, keepdim=True)) * ctx.scale
+        gq = gs.matmul(k) if need[0] else None
+        gk = gs.transpose(-2, -1).matmul(q) if need[1] else None
+        return gq, gk, gv
+
+
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False) -> Tensor:
@@ -34,12 +82,18 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                            f"{list(key.shape[:-2]) + [query.shape[-1]]} but got: "
                            f"{list(key.shape[:-2]) + [key.shape[-1]]}.")
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = query.matmul(key.transpose(-2, -1)) * s
     if is_causal:
         n_q, n_k = query.shape[-2], key.shape[-2]
         attn_mask = Tensor._make(np.tril(np.ones((n_q, n_k), dtype=bool)))
-    if attn_mask is not None:
-        scores = scores + _additive(attn_mask, scores.dtype, true_means_keep=True)
+    bias = None if attn_mask is None else _additive(attn_mask, query.dtype, True)
+    if dropout_p == 0.0 and query.dtype is key.dtype and key.dtype is value.dtype and (
+            bias is None or not bias.requires_grad):
+        return ScaledDotProductAttention.apply(
+            query, key, value, bias=None if bias is None else bias._data, scale=s)
+    # With dropout (or a mask that needs a gradient): the composite, as torch's math path.
+    scores = query.matmul(key.transpose(-2, -1)) * s
+    if bias is not None:
+        scores = scores + bias
     weights = softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
