@@ -282,6 +282,9 @@ def getitem(x: Tensor, key) -> Tensor:
         return _plain_view(x, x._data[key])
     if key is Ellipsis:
         return Alias.apply(x) if x._rg else x._alias()
+    if tk is Tensor and key._data.dtype == np.bool_ and key._data.shape == x._data.shape and \
+            key._data.ndim and not (x._rg and STATE.enabled):  # fast path: x[mask]
+        return Tensor._make(x._data[key._data])
     steps, adv, ints = _parse(x._data.shape, key)
     out = x
     for kind, dim, arg in steps:
@@ -463,8 +466,39 @@ def setitem(x: Tensor, key, value) -> None:
         name = type(value).__name__ if type(value).__module__ == "builtins" else \
             f"{type(value).__module__}.{type(value).__name__}"
         raise TypeError(f"can't assign a {name} to a {TYPE_NAMES[x.dtype]}")
+    if not (STATE.enabled and (x._rg or (type(value) is Tensor and value._rg))) and \
+            _fast_set(x, key, value):
+        return
     steps, adv, _ = _parse(x._data.shape, key)
     write_at(x, steps, adv, _value(x, value), copy_slices=True)
+
+
+def _simple(k) -> bool:
+    tk = type(k)
+    return tk is int or k is None or k is Ellipsis or (
+        tk is slice and (k.step is None or (type(k.step) is int and k.step > 0)))
+
+
+def _fast_set(x: Tensor, key, value) -> bool:
+    """Untracked writes with keys where NumPy and torch agree: straight into the array.
+    Returns False (nothing written) to defer to the full path, which has torch's errors."""
+    tk = type(key)
+    if tk is Tensor:
+        if key._data.dtype != np.bool_ or key._data.shape != x._data.shape:
+            return False
+        key = key._data
+    elif tk is tuple:
+        if key.count(Ellipsis) > 1 or not all(_simple(k) for k in key):
+            return False
+    elif not _simple(key):
+        return False
+    v = value._data if type(value) is Tensor else value
+    try:
+        x._data[key] = v
+    except (IndexError, ValueError, TypeError):
+        return False
+    x._vc[0] += 1
+    return True
 
 
 # --- narrow / select ------------------------------------------------------------------------
