@@ -183,13 +183,17 @@ def multi_head_attention_forward(
         kpm = kpm.expand(bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
         mask = kpm if mask is None else mask + kpm
     p = dropout_p if training else 0.0
-    scores = (q * math.sqrt(1.0 / head_dim)).bmm(k.transpose(1, 2))
-    if mask is not None:
-        scores = scores + mask
-    weights = softmax(scores, -1)
-    if p > 0.0:
-        weights = dropout(weights, p, True)
-    out = weights.bmm(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    if need_weights:
+        scores = (q * math.sqrt(1.0 / head_dim)).bmm(k.transpose(1, 2))
+        if mask is not None:
+            scores = scores + mask
+        weights = softmax(scores, -1)
+        if p > 0.0:
+            weights = dropout(weights, p, True)
+        out = weights.bmm(v)
+    else:  # as torch: the fused attention (the weights are never materialized for the user)
+        out = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if not batched:
         out = out.squeeze(1)
