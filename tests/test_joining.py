@@ -104,6 +104,10 @@ SPLITS = [
     (lambda m, x: x.tensor_split(3), arr(7)),
     (lambda m, x: x.tensor_split([1, 5], dim=1), arr(2, 4)),
     (lambda m, x: m.tensor_split(x, 4, 1), arr(2, 2)),
+    (lambda m, x: m.hsplit(x, 2), arr(2, 4)),
+    (lambda m, x: x.hsplit([1]), arr(4)),
+    (lambda m, x: m.vsplit(x, [1, 2]), arr(3, 2)),
+    (lambda m, x: x.dsplit(2), arr(1, 2, 4)),
 ]
 
 
@@ -180,6 +184,8 @@ def test_split_errors():
     check_error(lambda m, x: x.unbind(), arr(), match="no dimensions")
     check_error(lambda m, x: x.unbind(2), arr(4, 6), match="Dimension out of range")
     check_error(lambda m, x: x.tensor_split(0), arr(4), match="larger than 0")
+    check_error(lambda m, x: m.hsplit(x, 4), arr(4, 6), match="not divisible")
+    check_error(lambda m, x: m.dsplit(x, 2), arr(4, 6), match="at least 3 dimension")
 
 
 # --- meshgrid -------------------------------------------------------------------------------

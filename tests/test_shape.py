@@ -201,6 +201,9 @@ COPIES = [
     (lambda m, x: x.roll(-5), arr(3, 4)),
     (lambda m, x: m.roll(x, (1, -2), (1, 0)), noncontig(3, 4)),
     (lambda m, x: x.roll(2, 0), arr(0, 3)),
+    (lambda m, x: x.rot90(), arr(3, 4)),
+    (lambda m, x: m.rot90(x, -3, (2, 0)), noncontig(2, 3, 4)),
+    (lambda m, x: x.rot90(2, [1, 0]), arr(3, 4)),
     (lambda m, x: x.tril(), arr(3, 4)),
     (lambda m, x: x.tril(-1), arr(2, 3, 4)),
     (lambda m, x: x.triu(1), noncontig(4, 3)),
@@ -258,3 +261,5 @@ def test_copy_errors():
     check_error(lambda m, x: x.diag(), arr(2, 2, 2), match="diag(): Supports 1D or 2D")
     check_error(lambda m, x: x.trace(), arr(3), match="expected a matrix")
     check_error(lambda m, x: x.flip(0, 0), arr(3), match="appears multiple times")
+    check_error(lambda m, x: x.rot90(1, (0, 0)), arr(3, 3), match="rotation dims to be different")
+    check_error(lambda m, x: x.rot90(1, (0,)), arr(3, 3), match="total rotation dims == 2")

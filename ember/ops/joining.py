@@ -312,6 +312,31 @@ def tensor_split(x: Tensor, indices_or_sections, dim: int = 0) -> tuple:
                  for a, b in zip(bounds[:-1], bounds[1:]))
 
 
+def _split_at(x: Tensor, ios, dim: int, fname: str, min_dim: int) -> tuple:
+    if x.ndim < min_dim:
+        raise RuntimeError(f"torch.{fname} requires a tensor with at least {min_dim} dimension, "
+                           f"but got a tensor with {x.ndim} dimensions!")
+    if isinstance(ios, int):
+        n = x._data.shape[dim]
+        if ios == 0 or n % ios:
+            raise RuntimeError(f"torch.{fname} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {n} is not divisible by the split_size "
+                               f"{ios}!")
+    return tensor_split(x, ios, dim)
+
+
+def hsplit(x: Tensor, indices_or_sections) -> tuple:
+    return _split_at(x, indices_or_sections, 0 if x.ndim == 1 else 1, "hsplit", 1)
+
+
+def vsplit(x: Tensor, indices_or_sections) -> tuple:
+    return _split_at(x, indices_or_sections, 0, "vsplit", 2)
+
+
+def dsplit(x: Tensor, indices_or_sections) -> tuple:
+    return _split_at(x, indices_or_sections, 2, "dsplit", 3)
+
+
 # --- meshgrid -------------------------------------------------------------------------------
 
 
@@ -346,12 +371,13 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
 
 METHODS = {
     "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,
-    "tensor_split": tensor_split,
+    "tensor_split": tensor_split, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
 }
 FUNCTIONS = {
     "cat": cat, "concat": cat, "concatenate": concatenate, "stack": stack, "hstack": hstack,
     "vstack": vstack, "row_stack": vstack, "dstack": dstack, "column_stack": column_stack,
     "atleast_1d": atleast_1d, "atleast_2d": atleast_2d, "atleast_3d": atleast_3d,
     "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,
-    "tensor_split": tensor_split, "meshgrid": meshgrid,
+    "tensor_split": tensor_split, "meshgrid": meshgrid, "hsplit": hsplit, "vsplit": vsplit,
+    "dsplit": dsplit,
 }

@@ -142,6 +142,32 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
     return Roll.apply(x, shifts=shifts, dims=tuple(_wrap_dim(d, x.ndim) for d in dims))
 
 
+class Rot90(Op):
+    node_name = "Rot90Backward0"
+
+    @staticmethod
+    def forward(ctx, x, k=1, dims=(0, 1)):
+        ctx.k, ctx.dims = k, dims
+        return np.rot90(x, k, dims).copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return Rot90.apply(g, k=-ctx.k, dims=ctx.dims)
+
+
+def rot90(x: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if x.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {x.ndim}")
+    d0, d1 = (_wrap_dim(d, x.ndim) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    return Rot90.apply(x, k=int(k) % 4, dims=(d0, d1))
+
+
 class Tril(Op):
     node_name = "TrilBackward0"
 
@@ -256,6 +282,6 @@ def trace(x: Tensor) -> Tensor:
 METHODS = {
     "repeat": repeat, "tile": tile, "repeat_interleave": repeat_interleave, "flip": flip,
     "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu,
-    "diag": diag, "diag_embed": diag_embed, "trace": trace,
+    "diag": diag, "diag_embed": diag_embed, "trace": trace, "rot90": rot90,
 }
 FUNCTIONS = dict(METHODS)
