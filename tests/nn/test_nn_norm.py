@@ -178,3 +178,35 @@ def test_norm_default_init():
 def test_norm_empty_batch():
     check(lambda m, x: F(m).batch_norm(x, m.zeros(3), m.ones(3), training=True), arr(0, 3, 4))
     check(lambda m, x: F(m).layer_norm(x, (4,)), arr(0, 3, 4))
+
+
+@pytest.mark.parametrize("name,kw,shape", [
+    ("InstanceNorm1d", {}, (2, 3, 5)),
+    ("InstanceNorm1d", {"affine": True, "track_running_stats": True}, (2, 3, 5)),
+    ("InstanceNorm2d", {"affine": True}, (2, 3, 4, 5)),
+    ("InstanceNorm2d", {"track_running_stats": True, "momentum": 0.3}, (2, 3, 4, 5)),
+    ("InstanceNorm2d", {"affine": True}, (3, 4, 5)),
+])
+def test_instance_norm_layers(name, kw, shape):
+    import torch
+    from layer_oracle import assert_same_structure, compare_layer
+
+    e, t = getattr(ember.nn, name)(3, **kw), getattr(torch.nn, name)(3, **kw)
+    assert_same_structure(e, t)
+    for step in range(2):
+        compare_layer(e, t, arr(*shape), atol=1e-4, copy=step == 0)
+    compare_layer(e, t, arr(*shape), train=False, atol=1e-4, copy=False)
+
+
+def test_instance_norm_functional_and_errors():
+    check(lambda m, x, w, b: F(m).instance_norm(x, weight=w, bias=b), arr(2, 3, 4), arr(3),
+          arr(3), atol=1e-4)
+    check_error(lambda m, x: F(m).instance_norm(x), arr(1, 3, 1),
+                match="Expected more than 1 spatial element when training")
+    import torch
+
+    for lib in (torch, ember):
+        with pytest.raises(ValueError, match="expected input's size at dim=1 to match"):
+            lib.nn.InstanceNorm1d(3, affine=True)(lib.zeros(2, 4, 5))
+        with pytest.warns(UserWarning, match="does not match num_features"):
+            lib.nn.InstanceNorm1d(3)(lib.zeros(2, 4, 5))

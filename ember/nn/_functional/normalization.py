@@ -58,6 +58,32 @@ def _blend(running: Tensor, batch, momentum: float) -> None:
     running._vc[0] += 1
 
 
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each (sample, channel) plane; torch's way: batch norm over (1, N * C, ...).
+
+    Running statistics (if given) move by the batch average of the per-instance statistics.
+    """
+    if use_input_stats and math.prod(input.shape[2:]) == 1:
+        raise ValueError("Expected more than 1 spatial element when training, got input size "
+                         f"{input.size()}")
+    b, c = input.shape[:2]
+
+    def rep(t):
+        return None if t is None else t.repeat(b)
+
+    rm, rv = rep(running_mean), rep(running_var)
+    out = batch_norm(input.reshape(1, b * c, *input.shape[2:]), rm, rv, rep(weight), rep(bias),
+                     use_input_stats, momentum, eps)
+    for run, rep_stat in ((running_mean, rm), (running_var, rv)):
+        if run is not None and use_input_stats:
+            run._data[...] = rep_stat._data.reshape(b, c).mean(0)
+            run._vc[0] += 1
+    return out.view(input.shape)
+
+
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
@@ -102,4 +128,4 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     return norm_apply(NativeGroupNorm, input, weight, bias, geom, eps, (c,))[0]
 
 
-__all__ = ["batch_norm", "group_norm", "layer_norm"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
