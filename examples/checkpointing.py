@@ -3,6 +3,7 @@ Same gradients, fewer saved tensors. Run: python examples/checkpointing.py"""
 
 import ember as torch
 from ember import nn
+from ember.autograd.graph import PACKED
 from ember.utils.checkpoint import checkpoint
 
 
@@ -20,7 +21,8 @@ def saved_tensor_count(out) -> int:
             continue
         seen.add(node)
         saved = node._saved  # a tuple while the graph is alive
-        count += len(saved) if isinstance(saved, tuple) else 0
+        if isinstance(saved, tuple):  # checkpoint leaves PACKED placeholders, not tensors
+            count += sum(1 for t, _ in saved if t is not None and t is not PACKED)
         stack.extend(n for n, _ in node.next_functions)
     return count
 

@@ -386,3 +386,24 @@ def test_grad_is_grads_batched():
         (jac,) = lib.autograd.grad(y, x, lib.eye(3), is_grads_batched=True)
         return [_vals(r) for r in jac]
     _same(run)
+
+
+def test_saved_attributes_on_nodes_like_torch():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = lib.tensor([3.0, 4.0], requires_grad=True)
+        m = x * y
+        e = x.exp()
+        out = [_vals(m.grad_fn._saved_self), _vals(m.grad_fn._saved_other),
+               _vals(e.grad_fn._saved_result), m.grad_fn._saved_self is x]
+        (m + e).sum().backward()
+        try:
+            m.grad_fn._saved_self
+        except RuntimeError as err:
+            out.append(str(err)[:60])
+        try:
+            m.grad_fn._saved_nothing
+        except AttributeError:
+            out.append("AttributeError")
+        return out
+    _same(run)

@@ -272,6 +272,20 @@ class OpNode(Node):
         out = self._forward_cls.backward(self, *grads)
         return out if isinstance(out, tuple) else (out,)
 
+    def __getattr__(self, name: str):
+        """torch's ``grad_fn._saved_self`` / ``_saved_other`` / ``_saved_result`` (saved
+        tensors) and ``_saved_<attr>`` (what forward stashed on ctx)."""
+        if name.startswith("_saved_"):
+            key, cls = name[7:], self._forward_cls
+            idx = {"self": 0, "other": 1}.get(key)
+            if key == "result" and cls.saves_output:
+                return self._unpack_saved()[-1]
+            if idx is not None and idx in cls.saves:
+                return self._unpack_saved()[cls.saves.index(idx)]
+            if key in self.__dict__:
+                return self.__dict__[key]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
 
 class Op(Function):
     """A built-in differentiable primitive.
