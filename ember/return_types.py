@@ -47,6 +47,7 @@ cummin = _make("cummin", _VI)
 aminmax = _make("aminmax", ("min", "max"))
 slogdet = _make("slogdet", ("sign", "logabsdet"))
 linalg_slogdet = _make("linalg_slogdet", ("sign", "logabsdet"))
+linalg_eigh = _make("linalg_eigh", ("eigenvalues", "eigenvectors"))
 
 __all__ = ["max", "min", "sort", "topk", "median", "nanmedian", "mode", "kthvalue", "cummax",
-           "cummin", "aminmax", "slogdet", "linalg_slogdet"]
+           "cummin", "aminmax", "slogdet", "linalg_slogdet", "linalg_eigh"]

@@ -450,3 +450,69 @@ def test_products_fd_and_gradgrad(fn, shapes):
     ops = [arr(*s, dtype="float64") for s in shapes]
     fd_check(fn, *ops)
     gradgrad_check(fn, *ops)
+
+
+def spd(*shape, dtype="float32"):
+    a = arr(*shape, dtype="float64")
+    return (a @ np.swapaxes(a, -1, -2) + 3 * np.eye(shape[-1])).astype(dtype)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, a: m.linalg.cholesky(a),
+    lambda m, a: m.linalg.cholesky(a, upper=True),
+    lambda m, a: m.linalg.eigh(a).eigenvalues,
+    lambda m, a: m.linalg.eigvalsh(a),
+    lambda m, a: m.linalg.eigh(a, UPLO="U").eigenvectors ** 2,
+])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_cholesky_eigh(fn, batch):
+    """(Eigenvector signs are arbitrary: compared through sign-free functions of them.)"""
+    e, t = check(fn, spd(*batch, 3, 3), atol=1e-4)
+    eo, to = (e[0], t[0]) if isinstance(e, tuple) else (e, t)
+    assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
+    assert type(e).__name__ == type(t).__name__
+
+
+def test_eigh_named_tuple():
+    a = spd(3, 3)
+    e, t = ember.linalg.eigh(ember.tensor(a)), torch.linalg.eigh(torch.tensor(a))
+    assert repr(e).split("(")[0].replace("ember", "torch") == repr(t).split("(")[0]
+    np.testing.assert_allclose(e.eigenvalues.numpy(), t.eigenvalues.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(np.abs(e.eigenvectors.numpy()), np.abs(t.eigenvectors.numpy()),
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: ember.linalg.cholesky(a),
+    lambda a: ember.linalg.cholesky(a, upper=True),
+    lambda a: ember.linalg.eigvalsh(a),
+    lambda a: ember.linalg.eigh(a).eigenvectors ** 2,
+])
+def test_cholesky_eigh_fd_and_gradgrad(fn):
+    # Symmetric perturbations only: these functions read one triangle of A.
+    a = spd(3, 3, dtype="float64")
+
+    def sym(t):
+        return fn((t + t.mT) * 0.5)
+    fd_check(sym, a)
+    gradgrad_check(sym, a)
+
+
+@pytest.mark.parametrize("fn,x,match", [
+    (lambda m, a: m.linalg.cholesky(a), -np.eye(3, dtype=np.float32), "leading minor of order 1"),
+    (lambda m, a: m.linalg.cholesky(a), np.array([[1.0, 2.0], [2.0, 1.0]], np.float32),
+     "leading minor of order 2 is not positive-definite"),
+    (lambda m, a: m.linalg.cholesky(a), np.stack([np.eye(2), -np.eye(2)]).astype(np.float32),
+     "(Batch element 1): The factorization could not be completed"),
+])
+def test_cholesky_not_positive_definite(fn, x, match):
+    with pytest.raises(torch.linalg.LinAlgError):
+        fn(torch, torch.tensor(x))
+    with pytest.raises(ember.linalg.LinAlgError) as info:
+        fn(ember, ember.tensor(x))
+    assert match in str(info.value)
+
+
+def test_cholesky_eigh_shape_errors():
+    check_error(lambda m, a: m.linalg.cholesky(a), arr(2, 3), match="A must be batches of square")
+    check_error(lambda m, a: m.linalg.eigh(a), arr(2, 3), match="A must be batches of square")
