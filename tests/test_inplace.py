@@ -145,6 +145,16 @@ def test_view_of_leaf_cannot_be_modified():
         x[0:2].mul_(2)
 
 
+def test_detached_alias_of_leaf_can_be_modified():
+    def fn(m, y):
+        w = m.ones(3, requires_grad=True)
+        w.detach().zero_()
+        z = w.detach()
+        z.add_(y)
+        return w.detach().clone(), z, type(z.grad_fn).__name__, w._version
+    check(fn, arr(3))
+
+
 def test_inplace_under_no_grad_on_leaf_works():
     for m in (ember, torch):
         w = m.ones(3, requires_grad=True)
@@ -322,3 +332,30 @@ def test_random_fill_errors_match_torch():
     ]
     for fn, args, match in cases:
         check_error(fn, *args, match=match)
+
+
+def test_overwrites_in_the_graph_get_torch_names_and_no_gradient():
+    fills = [lambda h, y: h.zero_(), lambda h, y: h.fill_(2.0), lambda h, y: h.fill_(y.sum()),
+             lambda h, y: h.copy_(y), lambda h, y: h.copy_(y[:1].double()),
+             lambda h, y: h.uniform_(), lambda h, y: h.normal_(), lambda h, y: h.exponential_(),
+             lambda h, y: h.geometric_(0.5), lambda h, y: h.random_(5),
+             lambda h, y: h.random_(1, 5), lambda h, y: h.random_(),
+             lambda h, y: h.bernoulli_(0.5), lambda h, y: h.bernoulli_(y.detach().sigmoid()),
+             lambda h, y: h.cauchy_(), lambda h, y: h.log_normal_()]
+    deterministic = {0, 1, 2, 3, 4}
+    for k, op in enumerate(fills):
+        def fn(m, x, y, op=op, k=k):
+            h = x * 1
+            op(h, y)
+            out = h * y
+            edges = [type(n).__name__ if n else None for n, _ in h.grad_fn.next_functions]
+            return (out if k in deterministic else out.sum() * 0), h.grad_fn.name(), edges
+        check(fn, arr(3), arr(3))
+
+
+def test_copy_into_plain_tensor_tracks_source():
+    def fn(m, y):
+        a = m.zeros(2, 3)
+        a.copy_(y)
+        return a * 2, a.grad_fn.name(), a.requires_grad
+    check(fn, arr(3))

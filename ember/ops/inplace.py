@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
-from ember._random import rng
 from ember._tensor import Tensor
+from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import OUT
-from ember.ops._promote import float_arg
+from ember.ops._promote import float_arg, scalar_array
+from ember.ops.pointwise import QualifiedNode
 from ember.ops.pointwise_math import AcoshInplace, AsinhInplace, AtanhInplace
 from ember.ops.pointwise_more import _CNAME
 
@@ -126,9 +127,74 @@ def _fast(name: str, ufunc):
     return method
 
 
+class Refill(Op):
+    """An in-place overwrite of a tensor in the graph: its old value gets no gradient.
+    Subclasses carry torch's node names (ZeroBackward0, FillBackward2, UniformBackward0, ...)."""
+
+    node_name = "ZeroBackward0"
+
+    @staticmethod
+    def forward(ctx, x, values=None):
+        return np.broadcast_to(values, x.shape).astype(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0
+
+
+def refill_op(node_name: str):
+    return type(node_name.replace("Backward", ""), (Refill,), {
+        "node_name": node_name, "__module__": __name__})
+
+
+_ZERO, _FILL = refill_op("ZeroBackward0"), refill_op("FillBackward2")
+
+
+class FillT(Op):
+    node_name = "FillBackward3"
+
+    @staticmethod
+    def forward(ctx, x, v):
+        ctx.v_dtype = v.dtype
+        return np.full_like(x, v)
+
+    @staticmethod
+    def backward(ctx, g):
+        need = ctx.needs_input_grad
+        return (g * 0 if need[0] else None), \
+            (g.sum().to(_dtype.from_numpy_dtype(ctx.v_dtype)) if need[1] else None)
+
+
+class CopyFrom(Op):
+    node_name = "CopyBackwards"
+    _node_base = QualifiedNode
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, x, src):
+        ctx.src_dtype = src.dtype
+        return np.broadcast_to(src, x.shape).astype(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        need = ctx.needs_input_grad
+        return (g * 0 if need[0] else None), \
+            (g.to(_dtype.from_numpy_dtype(ctx.src_dtype)) if need[1] else None)
+
+
+def write_values(x: Tensor, values: np.ndarray, op=_FILL) -> Tensor:
+    """Overwrite ``x`` with ``values``; under autograd the overwrite is recorded as ``op``."""
+    check_inplace(x)
+    if STATE.enabled and x._rg:
+        return apply_inplace(x, lambda t: op.apply(t, values=values))
+    x._data[...] = values
+    x._vc[0] += 1
+    return x
+
+
 def zero_(x: Tensor) -> Tensor:
     """Fill with zeros."""
-    return fill_(x, 0)
+    return write_values(x, np.zeros((), x._data.dtype), _ZERO)
 
 
 def fill_(x: Tensor, value) -> Tensor:
@@ -137,15 +203,10 @@ def fill_(x: Tensor, value) -> Tensor:
         if value.ndim:
             raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
-        if value._rg and STATE.enabled:
-            return apply_inplace(x, lambda t, v: t * 0 + v.to(t.dtype), value)
+        if STATE.enabled and (value._rg or x._rg):
+            return apply_inplace(x, FillT.apply, value)
         value = value._data
-    check_inplace(x)
-    if STATE.enabled and x._rg:
-        return apply_inplace(x, lambda t: t * 0 + value)
-    x._data[...] = value
-    x._vc[0] += 1
-    return x
+    return write_values(x, scalar_array(value, x._data.dtype))
 
 
 def copy_(x: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
@@ -160,7 +221,7 @@ def copy_(x: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
             raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
                                f"({ss[-i]}) at non-singleton dimension {len(ss) - i}")
     if STATE.enabled and (src._rg or x._rg):
-        return apply_inplace(x, lambda t, s: s.to(t.dtype).expand_as(t) + t * 0, src)
+        return apply_inplace(x, CopyFrom.apply, src)
     check_inplace(x)
     np.copyto(x._data, np.broadcast_to(src._data, xs), casting="unsafe")
     x._vc[0] += 1
@@ -207,97 +268,8 @@ def float_power_(x: Tensor, exponent) -> Tensor:
     return apply_inplace(x, Tensor.float_power, exponent)
 
 
-# --- random fills --------------------------------------------------------------------------
-
-
-def _fill_random(x: Tensor, values) -> Tensor:
-    check_inplace(x)
-    x._data[...] = values
-    x._vc[0] += 1
-    return x
-
-
-def _float_draw(x: Tensor, kernel: str, draw):
-    if not x.dtype.is_floating_point:
-        from ember.ops.pointwise_more import not_for
-
-        raise not_for(kernel, x.dtype)
-    dt = x._data.dtype if x._data.dtype in (np.float32, np.float64) else np.float32
-    return draw(dt)
-
-
-def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:
-    """Fill with draws from U[a, b)."""
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "
-                           f"> to={b}")
-    r = rng(generator)
-    v = _float_draw(x, "check_uniform_bounds", lambda dt: r.random(x._data.shape, dtype=dt))
-    return _fill_random(x, v * (b - a) + a if (a, b) != (0.0, 1.0) else v)
-
-
-def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
-    """Fill with draws from N(mean, std**2)."""
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    r = rng(generator)
-    v = _float_draw(x, "normal_kernel_cpu",
-                    lambda dt: r.standard_normal(x._data.shape, dtype=dt))
-    return _fill_random(x, v * std + mean if (mean, std) != (0.0, 1.0) else v)
-
-
-def exponential_(x: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
-    """Fill with draws from the exponential distribution with rate ``lambd``."""
-    if not x.dtype.is_floating_point:
-        raise RuntimeError("Exponential distribution is a continuous probability distribution. "
-                           "dtype must be a floating point but you specified "
-                           f"{_CNAME[x.dtype.name]}")
-    if lambd <= 0:
-        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    v = rng(generator).standard_exponential(x._data.shape, dtype=np.float32
-                                            if x.dtype is not _dtype.float64 else np.float64)
-    return _fill_random(x, v / lambd)
-
-
-def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
-    """Fill with 0/1 draws that are 1 with probability ``p`` (a number or a tensor)."""
-    pa = p._data if isinstance(p, Tensor) else p
-    if not isinstance(p, Tensor) and not 0 <= p <= 1:
-        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    if isinstance(p, Tensor) and p.numel() and not ((pa >= 0) & (pa <= 1)).all():
-        raise RuntimeError("bernoulli_ expects all elements of p to be in [0, 1]")
-    return _fill_random(x, rng(generator).random(x._data.shape) < pa)
-
-
-def geometric_(x: Tensor, p: float, *, generator=None) -> Tensor:
-    """Fill with the number of Bernoulli(p) trials up to the first success."""
-    if not 0 < p < 1:
-        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    return _fill_random(x, rng(generator).geometric(p, x._data.shape))
-
-
-def random_(x: Tensor, from_=None, to=None, *, generator=None) -> Tensor:
-    """``random_(to)``: integers in [0, to); ``random_(from, to)``; ``random_()``: [0, 2**m]
-    where m is the dtype's mantissa width (or its max for integer dtypes)."""
-    if to is None and from_ is not None:
-        from_, to = 0, from_
-    lo = 0 if from_ is None else int(from_)
-    if to is None:
-        d = x._data.dtype
-        hi = 2 ** (np.finfo(d).nmant + 1) + 1 if d.kind == "f" else 2 if d.kind == "b" else \
-            int(np.iinfo(d).max) + 1
-    else:
-        hi = int(to)
-    if lo >= hi:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} "
-                           f">= to={hi}")
-    return _fill_random(x, rng(generator).integers(lo, hi, x._data.shape))
-
-
 METHODS.update({
     "zero_": zero_, "fill_": fill_, "copy_": copy_, "float_power_": float_power_,
-    "uniform_": uniform_, "normal_": normal_, "exponential_": exponential_,
-    "bernoulli_": bernoulli_, "geometric_": geometric_, "random_": random_,
     "__iadd__": METHODS["add_"], "__isub__": METHODS["sub_"], "__imul__": METHODS["mul_"],
     "__itruediv__": METHODS["div_"], "__ipow__": METHODS["pow_"],
     "__ifloordiv__": METHODS["floor_divide_"], "__imod__": METHODS["remainder_"],
@@ -307,14 +279,13 @@ METHODS.update({
 })
 # In-place forms that torch offers only as Tensor methods, not as ``torch.<name>``.
 _METHOD_ONLY = {
-    "absolute_", "add_", "addcdiv_", "addcmul_", "arctan2_", "atan2_", "bernoulli_",
+    "absolute_", "add_", "addcdiv_", "addcmul_", "arctan2_", "atan2_",
     "bitwise_and_", "bitwise_left_shift_", "bitwise_not_", "bitwise_or_", "bitwise_right_shift_",
-    "bitwise_xor_", "copy_", "copysign_", "div_", "divide_", "eq_", "erfinv_", "exponential_",
-    "float_power_", "floor_divide_", "fmod_", "ge_", "geometric_", "greater_", "greater_equal_",
+    "bitwise_xor_", "copy_", "copysign_", "div_", "divide_", "eq_", "erfinv_",
+    "float_power_", "floor_divide_", "fmod_", "ge_", "greater_", "greater_equal_",
     "gt_", "hypot_", "le_", "lerp_", "less_", "less_equal_", "logical_and_", "logical_not_",
-    "logical_or_", "logical_xor_", "lt_", "mul_", "multiply_", "ne_", "normal_", "not_equal_",
-    "pow_", "random_", "remainder_", "sgn_", "sign_", "sub_", "subtract_", "true_divide_",
-    "uniform_",
+    "logical_or_", "logical_xor_", "lt_", "mul_", "multiply_", "ne_", "not_equal_",
+    "pow_", "remainder_", "sgn_", "sign_", "sub_", "subtract_", "true_divide_",
 }
 FUNCTIONS = {name: fn for name, fn in METHODS.items()
              if not name.startswith("__") and name not in _METHOD_ONLY}

@@ -10,7 +10,7 @@ import numpy as np
 
 from ember import _dtype
 from ember._tensor import Tensor
-from ember.autograd.function import Op
+from ember.autograd.function import Op, OpNode
 from ember.ops._promote import binary_args, float_arg, scalar_array
 
 
@@ -167,10 +167,20 @@ class DivRounding(Op):
         return (zero if need[0] else None), (zero if need[1] else None)
 
 
+class QualifiedNode(OpNode):
+    """Nodes that torch implements in C++ outside codegen report a qualified ``name()``."""
+
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "torch::autograd::" + type(self).__name__
+
+
 class NotDifferentiable(Op):
     """torch's ``NotImplemented`` node: the result requires grad, but backward raises."""
 
     node_name = "NotImplemented"
+    _node_base = QualifiedNode
     broadcasts = True
 
     @staticmethod
