@@ -9,7 +9,8 @@ import numpy as np
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops._promote import cast
-from ember.ops.indexing import IndexGrad, _parse, _value, write_at
+from ember.ops.indexing import IndexGrad, _parse
+from ember.ops.indexing_setitem import _value, write_at
 from ember.ops.inplace import apply_inplace
 
 
