@@ -109,6 +109,10 @@ class IndexScatter(Op):
         return IndexGather.apply(gg, idx=ctx.idx)
 
 
+class MaxUnpool2d(IndexScatter):
+    node_name = "MaxUnpool2DBackward0"
+
+
 class IndexGather(Op):
     node_name = "IndexGatherBackward0"
 

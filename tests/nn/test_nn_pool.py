@@ -175,3 +175,34 @@ def test_pool_empty_batch_and_float64(fn):
 
 def test_avg_pool2d_2d_input_error():
     check_error(lambda m, x: F(m).avg_pool2d(x, 2), arr(4, 4), match="Dimension out of range")
+
+
+def test_max_unpool():
+    import torch
+    from layer_oracle import assert_same_structure, compare_layer
+
+    def unpool2d(m, x):
+        out, idx = F(m).max_pool2d(x, 2, return_indices=True)
+        return F(m).max_unpool2d(out, idx, 2, output_size=(5, 5))
+
+    check(unpool2d, arr(2, 3, 5, 5))
+
+    def unpool1d(m, x):
+        out, idx = F(m).max_pool1d(x, 3, 2, 1, return_indices=True)
+        return F(m).max_unpool1d(out, idx, 3, 2, 1)
+
+    check(unpool1d, arr(2, 3, 7))
+    e, t = ember.nn.MaxUnpool2d(2), torch.nn.MaxUnpool2d(2)
+    assert_same_structure(e, t)
+    assert repr(ember.nn.MaxUnpool1d(3, 2, 1)) == repr(torch.nn.MaxUnpool1d(3, 2, 1))
+    x = arr(2, 3, 4, 4)
+    idx = np.array(torch.nn.functional.max_pool2d(torch.tensor(x), 2, return_indices=True)[1])
+    compare_layer(e, t, x[:, :, ::2, ::2].copy(), idx,
+                  forward=lambda m, v, i: m(v, (ember if m is e else torch).tensor(i)))
+    o, i = arr(2, 3, 2, 2), idx
+    check_error(lambda m, o: F(m).max_unpool2d(o, m.tensor(i), 2, output_size=(9, 9)), o,
+                match="invalid output_size")
+    check_error(lambda m, o: F(m).max_unpool2d(o, m.tensor(i * 10), 2), o,
+                match="Found an invalid max index")
+    check_error(lambda m, o: F(m).max_unpool2d(o, m.tensor(i[:, :, :1]), 2), o,
+                match="Expected shape of indices to be same as that of the input tensor")

@@ -164,5 +164,47 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     return (out, idx) if return_indices else out
 
 
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """Partial inverse of max_pool2d: values written (not summed: repeated indices keep one)
+    at their argmax ``indices``, zeros elsewhere."""
+    k = _pair(kernel_size)
+    s = k if stride is None else _pair(stride)
+    p = _pair(padding)
+    default = [(n - 1) * si - 2 * pi + ki
+               for n, si, pi, ki in zip(input.shape[-2:], s, p, k)]
+    size = default if output_size is None else list(output_size)[-2:]
+    for d, (o, lo) in enumerate(zip(size, default)):
+        if not lo - s[d] < o < lo + s[d]:
+            raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be '
+                             f"between {lo - s[d] + 1} and {lo + s[d] - 1})")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError("Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    idx = indices._data
+    if idx.size and (idx.min() < 0 or idx.max() >= size[0] * size[1]):
+        bad = idx.max() if idx.max() >= size[0] * size[1] else idx.min()
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{size[0]}x{size[1]})")
+    return _batched(input, lambda x: _pool.MaxUnpool2d.apply(
+        x, idx=idx.reshape(x.shape), shape=(*x.shape[:2], *size), unique=True))
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """Partial inverse of max_pool1d."""
+
+    def first(v):
+        return v if isinstance(v, int) else v[0]
+
+    k = first(kernel_size)
+    s = k if stride is None else first(stride)
+    size = None if output_size is None else (1, list(output_size)[-1])
+    return max_unpool2d(input.unsqueeze(-2), indices.unsqueeze(-2), (1, k), (1, s),
+                        (0, first(padding)), size).squeeze(-2)
+
+
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d"]
+           "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d",
+           "max_unpool1d", "max_unpool2d"]
