@@ -426,7 +426,9 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
                            "this error message be improved?  If so, please report an "
                            "enhancement request to PyTorch.)")
-    sample = (g.random(shape) < probs).astype(probs.dtype)
+    # torch's tensor-p kernel: one uniform (24 or 53 bits, by dtype) per element, < p.
+    u = _gen(generator)._uniform(int(np.prod(shape)), input.dtype is _dtype.float64)
+    sample = (u.reshape(shape) < probs).astype(probs.dtype)
     return _BernoulliTensor.apply(input, sample=sample)
 
 

@@ -335,6 +335,8 @@ SEEDED = [
     (lambda m: m.stack([m.rand(3), m.randn(2, 2).flatten()[:3], m.rand(3)]), True),
     (lambda m: m.randn_like(m.ones(2, 20, dtype=m.float64)), True),
     (lambda m: m.rand_like(m.ones(3)), True),
+    (lambda m: m.bernoulli(m.full((40,), 0.3)), True),
+    (lambda m: m.bernoulli(m.rand(5, 6, dtype=m.float64)), True),
 ]
 
 
