@@ -1,7 +1,7 @@
-"""``ember.linalg``: norms, inverse, determinant, solve, singular values (torch.linalg).
+"""``ember.linalg``: norms, inverse, determinants, solve, decompositions (torch.linalg).
 
 Inputs may carry leading batch dimensions. Backward formulas use ember ops on saved inputs and
-outputs, so they can be differentiated again (svdvals excepted: first order only).
+outputs, so they can be differentiated again. Decompositions live in ``ember._linalg_decomp``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ember.ops.linalg import matmul
 from ember.ops.reduction_norm import vector_norm
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet",
-           "solve", "cholesky", "eigh", "eigvalsh", "svdvals", "matrix_power", "matmul",
+           "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_power", "matmul",
            "vecdot", "multi_dot"]
 
 
@@ -160,98 +160,6 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     return out
 
 
-def _not_pd(a: np.ndarray) -> LinAlgError:
-    """torch's message: the first batch element and leading minor that is not positive-definite."""
-    flat = a.reshape(-1, *a.shape[-2:])
-    for b, m in enumerate(flat):
-        for k in range(1, m.shape[-1] + 1):
-            try:
-                np.linalg.cholesky(m[:k, :k])
-            except np.linalg.LinAlgError:
-                where = f"(Batch element {b}): " if a.ndim > 2 else ""
-                return LinAlgError(f"linalg.cholesky: {where}The factorization could not be "
-                                   "completed because the input is not positive-definite (the "
-                                   f"leading minor of order {k} is not positive-definite).")
-    return LinAlgError("linalg.cholesky: the input is not positive-definite.")
-
-
-class LinalgCholeskyEx(Op):
-    node_name = "LinalgCholeskyExBackward0"
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, a, upper=False):
-        ctx.upper = upper
-        try:
-            low = np.linalg.cholesky(a)  # reads the lower triangle only, as torch
-        except np.linalg.LinAlgError:
-            raise _not_pd(a) from None
-        return np.swapaxes(low, -1, -2).copy() if upper else low
-
-    @staticmethod
-    def backward(ctx, g):
-        # gA = L^-T Phi(L^T gL) L^-1, symmetrized; Phi keeps the lower triangle, halving the
-        # diagonal (torch's cholesky_backward).
-        (out,) = ctx.saved_tensors
-        low, g = (out.mT, g.mT) if ctx.upper else (out, g)
-        n = low.shape[-1]
-        phi_mask = Tensor._make((np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(
-            low._data.dtype))
-        p = matmul(low.mT, g) * phi_mask
-        x = solve(low.mT, p)
-        ga = solve(low.mT, x.mT).mT
-        return (ga + ga.mT) * 0.5
-
-
-def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
-    """Lower (or upper) Cholesky factor of symmetric positive-definite matrices."""
-    _square("linalg.cholesky", A)
-    return LinalgCholeskyEx.apply(A, upper=upper)
-
-
-class LinalgEigh(Op):
-    node_name = "LinalgEighBackward0"
-
-    @staticmethod
-    def forward(ctx, a, uplo="L"):
-        w, v = np.linalg.eigh(a, UPLO=uplo)
-        return w, v
-
-    @staticmethod
-    def backward(ctx, gw, gv):
-        # torch's linalg_eig_backward for Hermitian input:
-        # gA = V (skew(V^T gV) / (w_j - w_i) + diag(gw)) V^T.
-        # Both outputs, re-attached to this node so that a double backward sees through them.
-        w, v = (ctx._unpack_output(*saved) for saved in ctx.saved_outputs)
-        n = w.shape[-1]
-        eye = Tensor._make(np.eye(n, dtype=w._data.dtype))
-        inner = 0.0
-        if gv is not None:
-            vgv = matmul(v.mT, gv)
-            diff = w.unsqueeze(-2) - w.unsqueeze(-1) + eye  # 1 on the diagonal, as torch
-            inner = (vgv - vgv.mT) * 0.5 / diff
-        if gw is not None:
-            inner = inner + gw.unsqueeze(-1) * eye
-        return matmul(matmul(v, inner), v.mT)
-
-
-def eigh(A: Tensor, UPLO: str = "L"):
-    """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices."""
-    from ember import return_types
-
-    _square("linalg.eigh", A)
-    w, v = LinalgEigh.apply(A, uplo=UPLO)
-    node = w.grad_fn
-    if node is not None:  # Op saves only single outputs itself
-        node.saved_outputs = tuple((t._data, t._vc, t._vc[0], i) for i, t in enumerate((w, v)))
-    return return_types.linalg_eigh(w, v)
-
-
-def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
-    """Eigenvalues (ascending) of symmetric matrices."""
-    return eigh(A, UPLO).eigenvalues
-
-
 def _is_vector_rhs(a: Tensor, b: Tensor) -> bool:
     return b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
 
@@ -302,29 +210,6 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
                            f"A of type {A.dtype.name.capitalize()} and B of type "
                            f"{B.dtype.name.capitalize()} instead")
     return LinalgSolveEx.apply(A, B, vector=vector)
-
-
-class LinalgSvdvals(Op):
-    node_name = "LinalgSvdBackward0"
-
-    @staticmethod
-    def forward(ctx, a):
-        u, s, vh = np.linalg.svd(a, full_matrices=False)
-        ctx.u, ctx.vh = u, vh
-        return s
-
-    @staticmethod
-    def backward(ctx, g):
-        # dA = U diag(g) V^T. U and V are constants here, so this is first order only.
-        u, vh = Tensor._make(ctx.u), Tensor._make(ctx.vh)
-        return matmul(u * g.unsqueeze(-2), vh)
-
-
-def svdvals(A: Tensor) -> Tensor:
-    """Singular values, in descending order."""
-    if A.ndim < 2:
-        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
-    return LinalgSvdvals.apply(A)
 
 
 def _matrix_dims(dim) -> tuple:
@@ -390,3 +275,6 @@ def multi_dot(tensors) -> Tensor:
     for t in tensors[1:]:
         out = matmul(out, t)
     return out
+
+
+from ember._linalg_decomp import cholesky, eigh, eigvalsh, svd, svdvals  # noqa: E402

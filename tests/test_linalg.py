@@ -278,7 +278,7 @@ def test_norm_fd_and_gradgrad(fn):
     gradgrad_check(fn, x)
 
 
-def test_svd_norms_first_order():
+def test_svd_norms_fd():
     x = arr(3, 4, dtype="float64")
     fd_check(lambda t: ember.linalg.matrix_norm(t, "nuc"), x)
     fd_check(lambda t: ember.linalg.svdvals(t), x)
@@ -516,3 +516,40 @@ def test_cholesky_not_positive_definite(fn, x, match):
 def test_cholesky_eigh_shape_errors():
     check_error(lambda m, a: m.linalg.cholesky(a), arr(2, 3), match="A must be batches of square")
     check_error(lambda m, a: m.linalg.eigh(a), arr(2, 3), match="A must be batches of square")
+
+
+# Singular vectors are defined up to sign: compare sign-free functions of them.
+SVD_FNS = [
+    lambda m, a: m.linalg.svd(a, full_matrices=False).S,
+    lambda m, a: m.linalg.svdvals(a),
+    lambda m, a: (lambda r: r.U @ r.Vh)(m.linalg.svd(a, full_matrices=False)),
+    lambda m, a: m.linalg.svd(a, full_matrices=False).U ** 2,
+    lambda m, a: m.linalg.svd(a).Vh[..., :2, :] ** 2,
+    lambda m, a: (lambda r: (r.U[..., :2] ** 2, r.S, r.Vh[..., :2, :] ** 2))(m.linalg.svd(a)),
+]
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4), (2, 4, 3)])
+@pytest.mark.parametrize("fn", SVD_FNS)
+def test_svd(fn, shape):
+    e, t = check(fn, arr(*shape), atol=1e-4)
+    eo, to = (e[0], t[0]) if isinstance(e, tuple) else (e, t)
+    assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4)])
+def test_svd_fd_and_gradgrad(shape):
+    def polar(t):
+        r = ember.linalg.svd(t, full_matrices=False)
+        return r.U @ r.Vh + r.S.sum()
+    a = arr(*shape, dtype="float64")
+    fd_check(polar, a)
+    gradgrad_check(polar, a)
+    gradgrad_check(lambda t: ember.linalg.matrix_norm(t, "nuc"), a)
+
+
+def test_svd_named_tuple():
+    a = arr(3, 2)
+    e, t = ember.linalg.svd(ember.tensor(a)), torch.linalg.svd(torch.tensor(a))
+    assert type(e).__name__ == type(t).__name__ == "linalg_svd"
+    assert e.U.shape == t.U.shape and e.Vh.shape == t.Vh.shape
