@@ -226,12 +226,38 @@ class Xlogy(Op):
             (g * x / y if need[1] else None)
 
 
-class XlogyScalarSelf(Xlogy):
+class XlogyScalarSelf(Op):
+    """xlogy(number, tensor): only the tensor has an edge."""
+
     node_name = "XlogyBackward1"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, y, x=0.0):
+        ctx.x = x
+        return _xlogy_values(np.asarray(x, dtype=y.dtype), y)
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * ctx.x / y
 
 
-class XlogyScalarOther(Xlogy):
+class XlogyScalarOther(Op):
+    """xlogy(tensor, number): only the tensor has an edge."""
+
     node_name = "XlogyBackward2"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, y=1.0):
+        ctx.log_y = float(np.log(y)) if y > 0 else float("nan") if y < 0 else float("-inf")
+        return _xlogy_values(x, np.asarray(y, dtype=x.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x != 0).to(g.dtype) * ctx.log_y
 
 
 def xlogy(x, y) -> Tensor:
@@ -239,10 +265,10 @@ def xlogy(x, y) -> Tensor:
     if isinstance(x, Tensor) and isinstance(y, Tensor):
         return Xlogy.apply(*_float_pair(x, y))
     if isinstance(x, Tensor):
-        x, y = _float_pair(x, y)
-        return XlogyScalarOther.apply(x, y)
-    y, x = _float_pair(y, x)
-    return XlogyScalarSelf.apply(x, y)
+        x2, _ = _float_pair(x, y)
+        return XlogyScalarOther.apply(x2, y=y)
+    y2, _ = _float_pair(y, x)
+    return XlogyScalarSelf.apply(y2, x=x)
 
 
 class Logaddexp(Op):
@@ -312,16 +338,27 @@ class Copysign(Op):
         return (g * ratio if need[0] else None), (g * 0 if need[1] else None)
 
 
-class CopysignScalar(Copysign):
+class CopysignScalar(Op):
     node_name = "CopysignBackward1"
+    saves = (0,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, other=1.0):
+        return np.copysign(a, np.asarray(other, dtype=a.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        return g * where(a == 0, g.new_zeros(()), out / a)
 
 
 def copysign(a: Tensor, other) -> Tensor:
     """``|a|`` with the sign of ``other``."""
     if isinstance(other, Tensor):
         return Copysign.apply(*_float_pair(a, other))
-    a, b = _float_pair(a, float(other))
-    return CopysignScalar.apply(a, b)
+    a, _ = _float_pair(a, float(other))
+    return CopysignScalar.apply(a, other=float(other))
 
 
 class NanToNum(Op):

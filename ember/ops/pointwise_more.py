@@ -45,10 +45,21 @@ def _tensor_pair(a, b, kernel: str):
     return a, b
 
 
+def _no_derivative(a0, b0, a: Tensor, b: Tensor, fn, name: str) -> Tensor:
+    """Apply ``fn`` under a NotImplemented node whose edges are the original tensor args."""
+    if isinstance(a0, Tensor) and isinstance(b0, Tensor):
+        return NotDifferentiable.apply(a, b, fn=fn, name=name)
+    if isinstance(a0, Tensor):
+        bv = b._data
+        return NotDifferentiable.apply(a, fn=lambda x: fn(x, bv), name=name)
+    av = a._data
+    return NotDifferentiable.apply(b, fn=lambda y: fn(av, y), name=name)
+
+
 def floor_divide(a, b) -> Tensor:
     """``a // b``: rounds toward negative infinity; its gradient is not implemented in torch."""
-    a, b = _tensor_pair(a, b, "div_floor_cpu")
-    return NotDifferentiable.apply(a, b, fn=_floordiv, name="floor_divide")
+    a2, b2 = _tensor_pair(a, b, "div_floor_cpu")
+    return _no_derivative(a, b, a2, b2, _floordiv, "floor_divide")
 
 
 def int_div(a: Tensor, b: Tensor, mode: str) -> Tensor:
@@ -120,9 +131,12 @@ class FmodScalar(RemainderScalar):
 
 def _mod(a, b, kernel, tensor_op, scalar_op, name):
     if not isinstance(a, Tensor):  # scalar % tensor: torch has no derivative for it
-        a, b = _tensor_pair(a, b, kernel)
+        if name == "fmod":
+            raise TypeError(f"fmod() received an invalid combination of arguments - got "
+                            f"({type(a).__name__}, {type(b).__name__})")
+        a2, b2 = _tensor_pair(a, b, kernel)
         fn = _quiet(np.remainder if name == "remainder" else np.fmod)
-        return NotDifferentiable.apply(a, b, fn=fn, name=name)
+        return _no_derivative(a, b, a2, b2, fn, name)
     a2, b2 = _tensor_pair(a, b, kernel)
     if isinstance(b, Tensor):
         return tensor_op.apply(a2, b2)
