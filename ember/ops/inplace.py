@@ -143,6 +143,7 @@ class Refill(Op):
 
 
 def refill_op(node_name: str):
+    """A Refill subclass recorded under ``node_name``."""
     return type(node_name.replace("Backward", ""), (Refill,), {
         "node_name": node_name, "__module__": __name__})
 

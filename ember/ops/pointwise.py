@@ -28,6 +28,7 @@ class ToCopy(Op):
 
 
 def to_copy(x: Tensor, dtype: _dtype.dtype) -> Tensor:
+    """A copy of ``x`` in ``dtype`` (grad flows back only into float results)."""
     out = ToCopy.apply(x, dtype=dtype)
     if not dtype.is_floating_point:
         out._rg = False
@@ -48,6 +49,7 @@ class Clone(Op):
 
 
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
+    """A copy of ``x`` that stays in the graph (CloneBackward0)."""
     return Clone.apply(x)
 
 
@@ -215,6 +217,7 @@ def _check_alpha(a: Tensor, alpha) -> None:
 
 
 def add(a, b, *, alpha=1) -> Tensor:
+    """``a + alpha * b`` with broadcasting and torch's type promotion."""
     a, b = _lhs_tensor(a, b)
     a, b = binary_args(a, b)
     if alpha != 1:
@@ -239,6 +242,7 @@ def _check_sub(a: Tensor, b) -> None:
 
 
 def sub(a, b, *, alpha=1) -> Tensor:
+    """``a - alpha * b``; refused for bool operands, as in torch."""
     a, b = _lhs_tensor(a, b)
     if a._data.dtype == np.bool_ or (type(b) is not Tensor or b._data.dtype == np.bool_):
         _check_sub(a, b)
@@ -260,6 +264,7 @@ def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
 
 
 def mul(a, b) -> Tensor:
+    """``a * b`` with broadcasting; Python scalars do not promote float32."""
     a, b = _lhs_tensor(a, b)
     a, b = binary_args(a, b)
     return Mul.apply(a, b)
@@ -275,6 +280,7 @@ _UNSET = "unset"  # tells div(a, b) from div(a, b, rounding_mode=None), as torch
 
 
 def div(a, b, *, rounding_mode: str | None = _UNSET) -> Tensor:
+    """True division (ints give floats), or ``rounding_mode`` 'trunc' / 'floor'."""
     a, b = _lhs_tensor(a, b)
     if rounding_mode is _UNSET or rounding_mode is None:
         a, b = binary_args(a, b, float_result=True)
@@ -302,6 +308,7 @@ def rdiv(a: Tensor, b) -> Tensor:
 
 
 def neg(x: Tensor) -> Tensor:
+    """``-x``."""
     if x.dtype is _dtype.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
                            "you are trying to invert a mask, use the `~` or `logical_not()` "
@@ -395,22 +402,27 @@ class Relu(Op):
 
 
 def exp(x: Tensor) -> Tensor:
+    """Elementwise e**x."""
     return Exp.apply(float_arg(x))
 
 
 def log(x: Tensor) -> Tensor:
+    """Natural logarithm (-inf at 0, NaN below)."""
     return Log.apply(float_arg(x))
 
 
 def tanh(x: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
     return Tanh.apply(float_arg(x))
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    """``1 / (1 + exp(-x))``, computed without overflow."""
     return Sigmoid.apply(float_arg(x))
 
 
 def relu(x: Tensor) -> Tensor:
+    """``max(x, 0)``."""
     if x.dtype is _dtype.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
     return Relu.apply(x)
@@ -491,6 +503,7 @@ def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:
 
 
 def positive(x: Tensor) -> Tensor:
+    """``+x``: the tensor itself."""
     if x.dtype is _dtype.bool_:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return x

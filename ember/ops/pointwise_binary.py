@@ -43,6 +43,7 @@ class Atan2(Op):
 
 
 def atan2(a: Tensor, other: Tensor) -> Tensor:
+    """Angle of the point (other, a), in (-pi, pi]."""
     _need_tensor("atan2", other)
     return Atan2.apply(*_float_pair(a, other))
 
@@ -65,6 +66,7 @@ class Hypot(Op):
 
 
 def hypot(a: Tensor, other: Tensor) -> Tensor:
+    """``sqrt(a**2 + other**2)`` without overflow."""
     _need_tensor("hypot", other)
     a, b = binary_args(a, other)
     if not a.dtype.is_floating_point:
@@ -404,6 +406,7 @@ class Ldexp(Op):
 
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """``input * 2**other``."""
     _need_tensor("ldexp", other)
     return Ldexp.apply(*_float_pair(input, other))
 

@@ -33,6 +33,7 @@ bitwise_right_shift = _bitwise(np.right_shift, "rshift_cpu", "bitwise_right_shif
 
 
 def bitwise_not(x: Tensor) -> Tensor:
+    """``~x`` for bool and integer tensors."""
     if x.dtype.is_floating_point:
         raise not_for("bitwise_not_cpu", x.dtype)
     return Tensor._make(np.invert(x._data))
@@ -61,6 +62,7 @@ logical_xor = _logical(np.logical_xor, "logical_xor")
 
 
 def logical_not(x: Tensor) -> Tensor:
+    """Elementwise ``not``, as a bool tensor."""
     return Tensor._make(np.logical_not(x._data))
 
 
@@ -81,10 +83,12 @@ isfinite = _classifier(np.isfinite, True, "isfinite")
 
 
 def isreal(x: Tensor) -> Tensor:
+    """All True: ember has no complex dtypes."""
     return Tensor._make(np.ones(x._data.shape, dtype=np.bool_))
 
 
 def signbit(x: Tensor) -> Tensor:
+    """True where the sign bit is set (including -0.0)."""
     if x.dtype is _dtype.bool_:
         return Tensor._make(np.zeros(x._data.shape, dtype=np.bool_))
     return Tensor._make(np.signbit(x._data))

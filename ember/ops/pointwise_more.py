@@ -18,6 +18,7 @@ _CNAME = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "in
 
 
 def not_for(kernel: str, dt: _dtype.dtype) -> NotImplementedError:
+    """torch's error for a kernel that does not exist for a dtype."""
     return NotImplementedError(f'"{kernel}" not implemented for \'{_CNAME[dt.name]}\'')
 
 
@@ -214,12 +215,14 @@ def round(x: Tensor, *, decimals: int = 0) -> Tensor:
 
 
 def sign(x: Tensor) -> Tensor:
+    """-1, 0 or 1 by sign (0 for NaN, as torch)."""
     if x.dtype is _dtype.bool_:
         return Tensor._make(x._data.copy())
     return Sign.apply(x)
 
 
 def sgn(x: Tensor) -> Tensor:
+    """The sign; for real tensors the same as ``sign``."""
     if x.dtype is _dtype.bool_:
         return Tensor._make(x._data.copy())
     return Sgn.apply(x)
@@ -239,6 +242,7 @@ class Frac(Op):
 
 
 def frac(x: Tensor) -> Tensor:
+    """The fractional part ``x - trunc(x)``."""
     if not x.dtype.is_floating_point:
         raise not_for("frac_cpu", x.dtype)
     return Frac.apply(x)
@@ -259,6 +263,7 @@ class Abs(Op):
 
 
 def abs(x: Tensor) -> Tensor:
+    """Absolute value."""
     if x.dtype is _dtype.bool_:
         raise not_for("abs_cpu", x.dtype)
     return Abs.apply(x)
@@ -384,6 +389,7 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
 
 
 def clamp_min(x: Tensor, min) -> Tensor:
+    """``max(x, min)``; ``min`` a number or a tensor."""
     if isinstance(min, Tensor):
         x, min = binary_args(x, min)
         return ClampMinT.apply(x, min)
@@ -391,6 +397,7 @@ def clamp_min(x: Tensor, min) -> Tensor:
 
 
 def clamp_max(x: Tensor, max) -> Tensor:
+    """``min(x, max)``; ``max`` a number or a tensor."""
     if isinstance(max, Tensor):
         x, max = binary_args(x, max)
         return ClampMaxT.apply(x, max)

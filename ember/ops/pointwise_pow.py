@@ -94,6 +94,7 @@ class RPowScalar(Op):
 
 
 def pow(a, b) -> Tensor:
+    """``a ** b``; either side may be a Python number."""
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"pow() received an invalid combination of arguments - got "
@@ -132,6 +133,7 @@ def float_power(a, b) -> Tensor:
 
 
 def square(x: Tensor) -> Tensor:
+    """``x ** 2`` (recorded as PowBackward0, as in torch)."""
     return pow(x, 2)
 
 

@@ -87,6 +87,7 @@ _D = (1.81848952562894617, 3.74146294065960872, 1.0)
 
 
 def erfinv_array(y: np.ndarray) -> np.ndarray:
+    """erfinv of a float array (float64 math, input dtype out)."""
     y64 = np.asarray(y, dtype=np.float64)
     a = np.abs(y64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -184,6 +185,7 @@ def _lgamma_pos(x):
 
 
 def lgamma_array(x: np.ndarray) -> np.ndarray:
+    """log|Gamma(x)| of a float array; +inf at the poles."""
     x64 = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
         refl = x64 < 0.5
@@ -210,6 +212,7 @@ def _digamma_pos(x):
 
 
 def digamma_array(x: np.ndarray) -> np.ndarray:
+    """digamma of a float array."""
     x64 = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
         refl = x64 < 0.5
@@ -238,6 +241,7 @@ def _hurwitz_zeta(s: int, x):
 
 
 def polygamma_array(n: int, x: np.ndarray) -> np.ndarray:
+    """The n-th derivative of digamma of a float array."""
     if n == 0:
         return digamma_array(x)
     x64 = np.asarray(x, dtype=np.float64)
