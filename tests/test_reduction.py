@@ -353,3 +353,16 @@ def test_logcumsumexp_stable_and_fd():
 ])
 def test_numpy_style_axis_and_keepdims(fn):
     check(fn, arr(3, 4))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: x.cumprod(0), lambda m, x: x.cumprod(1), lambda m, x: x.cumsum(1),
+    lambda m, x: x.cummax(1), lambda m, x: x.cummin(0), lambda m, x: x.logcumsumexp(0),
+    lambda m, x: x.var(1), lambda m, x: x.std(0), lambda m, x: x.nanmean(1),
+    lambda m, x: x.norm(dim=1), lambda m, x: x.amin(1), lambda m, x: x.min(1),
+    lambda m, x: x.argmax(1), lambda m, x: x.count_nonzero(0),
+])
+def test_empty_more(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # degrees-of-freedom warnings, in both libraries
+        check(fn, np.zeros((0, 3), dtype=np.float32))
