@@ -218,7 +218,8 @@ def _check_alpha(a: Tensor, alpha) -> None:
 
 def add(a, b, *, alpha=1) -> Tensor:
     """``a + alpha * b`` with broadcasting and torch's type promotion."""
-    a, b = _lhs_tensor(a, b)
+    if type(a) is not Tensor:
+        a, b = _lhs_tensor(a, b)
     a, b = binary_args(a, b)
     if alpha != 1:
         _check_alpha(a, alpha)
@@ -243,7 +244,8 @@ def _check_sub(a: Tensor, b) -> None:
 
 def sub(a, b, *, alpha=1) -> Tensor:
     """``a - alpha * b``; refused for bool operands, as in torch."""
-    a, b = _lhs_tensor(a, b)
+    if type(a) is not Tensor:
+        a, b = _lhs_tensor(a, b)
     if a._data.dtype == np.bool_ or (type(b) is not Tensor or b._data.dtype == np.bool_):
         _check_sub(a, b)
     a, b = binary_args(a, b)
@@ -265,7 +267,8 @@ def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
 
 def mul(a, b) -> Tensor:
     """``a * b`` with broadcasting; Python scalars do not promote float32."""
-    a, b = _lhs_tensor(a, b)
+    if type(a) is not Tensor:
+        a, b = _lhs_tensor(a, b)
     a, b = binary_args(a, b)
     return Mul.apply(a, b)
 
@@ -281,7 +284,8 @@ _UNSET = "unset"  # tells div(a, b) from div(a, b, rounding_mode=None), as torch
 
 def div(a, b, *, rounding_mode: str | None = _UNSET) -> Tensor:
     """True division (ints give floats), or ``rounding_mode`` 'trunc' / 'floor'."""
-    a, b = _lhs_tensor(a, b)
+    if type(a) is not Tensor:
+        a, b = _lhs_tensor(a, b)
     if rounding_mode is _UNSET or rounding_mode is None:
         a, b = binary_args(a, b, float_result=True)
         return (Div if rounding_mode is _UNSET else DivExplicitNone).apply(a, b)
