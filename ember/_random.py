@@ -214,6 +214,25 @@ def _uniform(g: Generator, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
     return g._uniform(n, dt is _dtype.float64).reshape(shape).astype(dt.np, copy=False)
 
 
+def uniform_sample(shape: tuple, dt: _dtype.dtype, low: float = 0.0, high: float = 1.0,
+                   generator: Generator | None = None) -> np.ndarray:
+    """What torch's ``tensor.uniform_(low, high)`` writes, as an array of ``dt``.
+
+    For in-place initialisers (``nn.init.uniform_``, ``Tensor.uniform_``): with the same
+    seed they fill the same numbers as torch.
+    """
+    double = dt is _dtype.float64
+    work = np.float64 if double else np.float32
+    u = _gen(generator)._uniform(int(np.prod(shape)), double).reshape(shape)
+    return (u * (work(high) - work(low)) + work(low)).astype(dt.np, copy=False)
+
+
+def normal_sample(shape: tuple, dt: _dtype.dtype, mean: float = 0.0, std: float = 1.0,
+                  generator: Generator | None = None) -> np.ndarray:
+    """What torch's ``tensor.normal_(mean, std)`` writes, as an array of ``dt``."""
+    return _standard_normal(_gen(generator), shape, dt, mean, std)
+
+
 def _standard_normal(g: Generator, shape: tuple, dt: _dtype.dtype, mean: float = 0.0,
                      std: float = 1.0) -> np.ndarray:
     n = int(np.prod(shape))

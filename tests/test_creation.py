@@ -410,3 +410,16 @@ def test_get_set_state_roundtrip():
     b = ember.rand(3)
     ember.set_rng_state(s)
     assert ember.rand(3).tolist() == b.tolist()
+
+
+def test_seeded_initialisers_fill_torchs_numbers():
+    def build(m):
+        m.manual_seed(1)
+        lin = m.nn.Linear(5, 3)
+        w = m.empty(4, 6)
+        m.nn.init.normal_(w, 0.5, 2.0)
+        return lin.weight.detach().numpy(), lin.bias.detach().numpy(), w.numpy()
+
+    for e, t in zip(build(ember), build(torch)):
+        np.testing.assert_allclose(e, t, rtol=2e-6, atol=1e-7)
+    assert np.array_equal(build(ember)[0], build(torch)[0])

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from ember._random import normal_sample, uniform_sample
 from ember._random import rng as _rng
 from ember._tensor import Tensor
 
@@ -69,12 +70,12 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with U(a, b)."""
-    return _fill(tensor, _rng(generator).uniform(a, b, size=_shape(tensor)))
+    return _fill(tensor, uniform_sample(_shape(tensor), tensor.dtype, a, b, generator))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with N(mean, std^2)."""
-    return _fill(tensor, _rng(generator).normal(mean, std, size=_shape(tensor)))
+    return _fill(tensor, normal_sample(_shape(tensor), tensor.dtype, mean, std, generator))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
