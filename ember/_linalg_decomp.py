@@ -170,3 +170,72 @@ def svd(A: Tensor, full_matrices: bool = True):
 def svdvals(A: Tensor) -> Tensor:
     """Singular values, in descending order."""
     return svd(A, full_matrices=False).S
+
+
+class LinalgQr(Op):
+    node_name = "LinalgQrBackward0"
+
+    @staticmethod
+    def forward(ctx, a, mode="reduced"):
+        ctx.mode, ctx.mn = mode, a.shape[-2:]
+        if mode == "r":
+            return np.zeros(0, a.dtype), np.linalg.qr(a, mode="r")
+        q, r = np.linalg.qr(a, mode=mode)
+        return q, r
+
+    @staticmethod
+    def backward(ctx, gq, gr):
+        m, n = ctx.mn
+        if ctx.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                               "when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
+                               "are going to differentiate through linalg.qr.")
+        if ctx.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                               "and nrows > ncols.")
+        q, r = _outputs(ctx)
+        if m >= n:
+            return _qr_grad_tall(q, r, gq, gr)
+        # A = Q [X | Y] with X square: Y = Q R2 feeds Q's gradient, then the square case.
+        r1, r2 = r[..., :m], r[..., m:]
+        gr1 = gr[..., :m] if gr is not None else None
+        gy = matmul(q, gr[..., m:]) if gr is not None else None
+        y = matmul(q, r2)
+        if gr is not None:
+            extra = matmul(y, gr[..., m:].mT)
+            gq = extra if gq is None else gq + extra
+        gx = _qr_grad_tall(q, r1, gq, gr1)
+        from ember.ops.joining import cat
+
+        return cat([gx, gy if gy is not None else y * 0.0], -1)
+
+
+def _qr_grad_tall(q: Tensor, r: Tensor, gq, gr) -> Tensor:
+    """m >= n: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q (Roberts & Roberts)."""
+    n = r.shape[-1]
+    lower = Tensor._make(np.tril(np.ones((n, n)), -1).astype(r._data.dtype))
+    eye = Tensor._make(np.eye(n, dtype=r._data.dtype))
+    m = 0.0
+    if gr is not None:
+        m = matmul(r, gr.mT)
+    if gq is not None:
+        m = m - matmul(gq.mT, q)
+    # copyltu: the symmetric matrix with M's lower triangle (and diagonal).
+    low = m * lower
+    sym = low + low.mT + m * eye
+    b = matmul(q, sym)
+    if gq is not None:
+        b = b + gq
+    return solve(r, b.mT).mT
+
+
+def qr(A: Tensor, mode: str = "reduced"):
+    """``A = Q R`` (Q orthonormal columns, R upper triangular) as a ``linalg_qr`` named tuple."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           "'reduced' (default), 'r', or 'complete'")
+    outs = LinalgQr.apply(A, mode=mode)
+    _save_outputs(outs)
+    return return_types.linalg_qr(*outs)

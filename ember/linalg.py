@@ -16,8 +16,8 @@ from ember.ops.linalg import matmul
 from ember.ops.reduction_norm import vector_norm
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet",
-           "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_power", "matmul",
-           "vecdot", "multi_dot"]
+           "solve", "cholesky", "eigh", "eigvalsh", "qr", "svd", "svdvals", "matrix_power",
+           "matmul", "vecdot", "multi_dot"]
 
 
 class LinAlgError(RuntimeError):
@@ -277,4 +277,4 @@ def multi_dot(tensors) -> Tensor:
     return out
 
 
-from ember._linalg_decomp import cholesky, eigh, eigvalsh, svd, svdvals  # noqa: E402
+from ember._linalg_decomp import cholesky, eigh, eigvalsh, qr, svd, svdvals  # noqa: E402

@@ -49,6 +49,7 @@ slogdet = _make("slogdet", ("sign", "logabsdet"))
 linalg_slogdet = _make("linalg_slogdet", ("sign", "logabsdet"))
 linalg_eigh = _make("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_svd = _make("linalg_svd", ("U", "S", "Vh"))
+linalg_qr = _make("linalg_qr", ("Q", "R"))
 
 __all__ = ["max", "min", "sort", "topk", "median", "nanmedian", "mode", "kthvalue", "cummax",
-           "cummin", "aminmax", "slogdet", "linalg_slogdet", "linalg_eigh", "linalg_svd"]
+           "cummin", "aminmax", "slogdet", "linalg_slogdet", "linalg_eigh", "linalg_svd", "linalg_qr"]

@@ -553,3 +553,40 @@ def test_svd_named_tuple():
     e, t = ember.linalg.svd(ember.tensor(a)), torch.linalg.svd(torch.tensor(a))
     assert type(e).__name__ == type(t).__name__ == "linalg_svd"
     assert e.U.shape == t.U.shape and e.Vh.shape == t.Vh.shape
+
+
+QR_FNS = [
+    lambda m, a: (lambda r: r.Q @ r.R)(m.linalg.qr(a)),
+    lambda m, a: m.linalg.qr(a).R ** 2,
+    lambda m, a: m.linalg.qr(a).Q ** 2,
+    lambda m, a: (lambda r: (r.Q ** 2, r.R ** 2))(m.linalg.qr(a, mode="complete")),
+    lambda m, a: m.linalg.qr(a, mode="r").R ** 2,
+]
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (3, 4), (2, 3, 5)])
+@pytest.mark.parametrize("fn", QR_FNS)
+def test_qr(fn, shape):
+    """(Q and R are defined up to signs: compared through sign-free functions.)"""
+    e, t = check(fn, arr(*shape), atol=1e-4, grad=fn is not QR_FNS[-1])
+    eo, to = (e[0], t[0]) if isinstance(e, tuple) else (e, t)
+    assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
+
+
+def test_qr_tall_and_errors():
+    check(QR_FNS[0], arr(4, 3), atol=1e-4)
+    check(QR_FNS[1], arr(2, 5, 3), atol=1e-4)
+    for mode, match in [("complete", "not differentiable when mode='complete'"),
+                        ("r", "depends on Q, which is not computed")]:
+        x = ember.tensor(arr(4, 3), requires_grad=True)
+        with pytest.raises(RuntimeError, match=match):
+            ember.linalg.qr(x, mode=mode).R.sum().backward()
+    check_error(lambda m, a: m.linalg.qr(a, mode="full"), arr(3, 3), match="unrecognized mode")
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (3, 4), (2, 3, 5)])
+def test_qr_fd_and_gradgrad(shape):
+    a = arr(*shape, dtype="float64")
+    for fn in (lambda t: ember.linalg.qr(t).Q, lambda t: ember.linalg.qr(t).R):
+        fd_check(fn, a)
+        gradgrad_check(fn, a)
