@@ -52,4 +52,5 @@ linalg_svd = _make("linalg_svd", ("U", "S", "Vh"))
 linalg_qr = _make("linalg_qr", ("Q", "R"))
 
 __all__ = ["max", "min", "sort", "topk", "median", "nanmedian", "mode", "kthvalue", "cummax",
-           "cummin", "aminmax", "slogdet", "linalg_slogdet", "linalg_eigh", "linalg_svd", "linalg_qr"]
+           "cummin", "aminmax", "slogdet", "linalg_slogdet", "linalg_eigh", "linalg_svd",
+           "linalg_qr"]
