@@ -168,6 +168,11 @@ def test_shape_errors():
 def test_T_on_3d_warns():
     with pytest.warns(UserWarning, match="deprecated"):
         ember.ones(2, 3, 4).T
+    x = ember.ones((), requires_grad=True) * 1
+    for name in ("T", "mT", "H", "mH"):
+        with pytest.warns(UserWarning, match="deprecated on 0-D tensors"):
+            y = getattr(x, name)
+        assert y.shape == () and (y is x) == (name != "T")
 
 
 def test_broadcast_tensors_and_shapes():

@@ -262,7 +262,10 @@ def t(x: Tensor) -> Tensor:
 
 
 def _T(x: Tensor) -> Tensor:
-    if x.ndim not in (0, 2):
+    if x.ndim == 0:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
+                      "these cases.", UserWarning, stacklevel=2)
+    elif x.ndim != 2:
         warnings.warn(
             "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
             "deprecated and it will throw an error in a future release. Consider `x.mT` to "
@@ -271,7 +274,14 @@ def _T(x: Tensor) -> Tensor:
     return permute(x, tuple(range(x.ndim - 1, -1, -1)))
 
 
+def _zero_dim_identity(name: str, hint: str) -> None:
+    warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. {hint}", UserWarning, stacklevel=3)
+
+
 def _mT(x: Tensor) -> Tensor:
+    if x.ndim == 0:
+        _zero_dim_identity("mT", "This function is the identity in these cases.")
+        return x
     if x.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {x.ndim}-D tensor.")
@@ -279,13 +289,19 @@ def _mT(x: Tensor) -> Tensor:
 
 
 def _H(x: Tensor) -> Tensor:
-    if x.ndim not in (0, 2):
+    if x.ndim == 0:
+        _zero_dim_identity("H", "Consider using x.conj().")
+        return x
+    if x.ndim != 2:
         raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{x.ndim}-D tensor.")
-    return transpose(x, 0, 1) if x.ndim == 2 else alias(x)
+    return transpose(x, 0, 1)
 
 
 def _mH(x: Tensor) -> Tensor:
+    if x.ndim == 0:
+        _zero_dim_identity("mH", "Consider using x.conj().")
+        return x
     if x.ndim < 2:
         raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {x.ndim}-D tensor.")
