@@ -493,3 +493,31 @@ def test_gamma_family():
                                            m.special.polygamma(0, t) if m is torch else
                                            m.polygamma(0, t))]
     assert names(ember) == names(torch)
+
+
+EXTREME = np.array([-1e4, -100.0, -20.0, -1e-30, 0.0, 1e-30, 20.0, 100.0, 1e4], dtype=np.float32)
+
+
+@pytest.mark.parametrize("name", ["exp", "expm1", "exp2", "sigmoid", "tanh", "sinh", "cosh",
+                                  "atan", "erf", "erfc", "asinh", "abs", "relu", "sign", "floor",
+                                  "round", "frac", "square", "sin", "cos", "deg2rad"])
+def test_extreme_magnitudes(name):
+    check(lambda m, t: getattr(m, name)(t), EXTREME, rtol=2e-4)
+    check(lambda m, t: getattr(m, name)(t), EXTREME.astype(np.float64), rtol=1e-6)
+
+
+SCALAR_FORMS = [
+    lambda x: x ** 2.5, lambda x: x ** 3, lambda x: 2.0 ** x, lambda x: ember.rsub(x, 2.0),
+    lambda x: ember.xlogy(x, 3.0), lambda x: ember.xlogy(2.0, x), lambda x: x.float_power(1.5),
+    lambda x: ember.copysign(x, -2.0), lambda x: 3.0 / x, lambda x: x.logit(eps=0.01),
+    lambda x: x.div(x + 1, rounding_mode=None), lambda x: ember.clamp_min(x, 0.9),
+    lambda x: x.lerp(x * x, 0.3), lambda x: ember.addcdiv(x, x, x * x + 1, value=-2),
+]
+
+
+@pytest.mark.parametrize("i", range(len(SCALAR_FORMS)))
+def test_scalar_forms_fd_and_double_backward(i):
+    x = arr(4, dtype="float64", low=0.2, high=0.8)
+    fd_check(SCALAR_FORMS[i], x)
+    if i not in (3, 4, 11):  # linear in x: the gradient has no input dependence
+        gradgrad_check(SCALAR_FORMS[i], x)
