@@ -93,10 +93,6 @@ class Alias(Op):
         return g
 
 
-def alias(x: Tensor) -> Tensor:
-    return Alias.apply(x) if x._rg else x._alias()
-
-
 def view(x: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and not isinstance(shape[0], int | list | tuple | Size):
         return _view_dtype(x, shape[0])
