@@ -222,9 +222,14 @@ def uniform_sample(shape: tuple, dt: _dtype.dtype, low: float = 0.0, high: float
     seed they fill the same numbers as torch.
     """
     double = dt is _dtype.float64
-    work = np.float64 if double else np.float32
     u = _gen(generator)._uniform(int(np.prod(shape)), double).reshape(shape)
-    return (u * (work(high) - work(low)) + work(low)).astype(dt.np, copy=False)
+    if double:
+        return u * (high - low) + low
+    # torch computes u * (to - from) + from as one fused multiply-add on float32 operands;
+    # float64 holds the 48-bit product exactly, so one rounding at the end is the same.
+    span = np.float32(high) - np.float32(low)
+    return (u.astype(np.float64) * np.float64(span) + np.float64(np.float32(low))).astype(
+        dt.np, copy=False)
 
 
 def normal_sample(shape: tuple, dt: _dtype.dtype, mean: float = 0.0, std: float = 1.0,
