@@ -265,6 +265,7 @@ def _plain_view(x: Tensor, a: np.ndarray) -> Tensor:
 
 
 def getitem(x: Tensor, key) -> Tensor:
+    """``x[key]``: basic keys give views, integer/bool tensors a copy (IndexBackward0)."""
     tk = type(key)
     if tk is int:  # fast path: x[i]
         shape = x._data.shape
@@ -310,6 +311,7 @@ def inplace_on_view(x: Tensor, fn, check, *args, **kwargs) -> Tensor:
 
 
 def select(x: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at ``index`` along ``dim`` (a view without that dim)."""
     from ember._tensor import _wrap_dim
 
     if x.ndim == 0:
@@ -324,6 +326,7 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
 
 
 def narrow(x: Tensor, dim: int, start, length: int) -> Tensor:
+    """The view ``x[..., start:start + length, ...]`` along ``dim``."""
     from ember._tensor import _wrap_dim
 
     if x.ndim == 0:

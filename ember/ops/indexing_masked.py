@@ -85,6 +85,7 @@ class MaskedSelect(Op):
 
 
 def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    """The elements of ``x`` where ``mask`` is True, as a 1-D tensor (broadcasting)."""
     m = _mask(mask, "masked_select")
     broadcast_shapes(x._data.shape, m.shape)
     return MaskedSelect.apply(x, mask=m)
@@ -116,6 +117,7 @@ class MaskedScatter(Op):
 
 
 def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``x`` with consecutive elements of ``source`` where ``mask``."""
     m = _mask(mask, "masked_scatter_")
     shape = tuple(broadcast_shapes(x._data.shape, m.shape))
     if shape != x._data.shape:
@@ -130,10 +132,12 @@ def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 
 def masked_fill_(x: Tensor, mask: Tensor, value) -> Tensor:
+    """In-place ``masked_fill``."""
     return apply_inplace(x, masked_fill, mask, value)
 
 
 def masked_scatter_(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """In-place ``masked_scatter``."""
     return apply_inplace(x, masked_scatter, mask, source)
 
 

@@ -106,6 +106,7 @@ class Gather(Op):
 
 
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """``out[i][j] = x[index[i][j]][j]`` (for dim 0), index no larger than ``x``."""
     d, idx = _check_index(x, dim, index, "gather")
     return Gather.apply(x, index=idx, dim=d)
 
@@ -182,6 +183,7 @@ class ScatterLegacyReduce(Op):
 
 
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
+    """A copy of ``x`` with ``src`` (a tensor or ``value``) written at ``index`` along dim."""
     if src is None:
         src = value
     if reduce is not None:
@@ -203,12 +205,14 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of ``x`` with ``src`` added at ``index`` along dim (repeats add up)."""
     d, idx = _check_index(x, dim, index, "scatter_add", src)
     _same_dtype(x, src, "scatter")
     return ScatterAdd.apply(x, src, index=idx, dim=d)
 
 
 def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """``gather`` after broadcasting ``x`` and ``indices`` (flattened if dim=None)."""
     if dim is None:
         return gather(x.reshape(-1), 0, indices.reshape(-1))
     if x.ndim != indices.ndim:
@@ -262,6 +266,7 @@ class IndexSelect(Op):
 
 
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The entries of ``x`` at the 1-D ``index`` along ``dim``."""
     d, idx = _check_vector_index(x, dim, index, "index_select")
     return IndexSelect.apply(x, index=idx, dim=d)
 
@@ -302,6 +307,7 @@ def _check_source(x: Tensor, d: int, idx: np.ndarray, source: Tensor, fname: str
 
 
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """A copy of ``x`` with ``alpha * source`` added at ``index`` along ``dim``."""
     d, idx = _check_vector_index(x, dim, index, "index_add")
     _check_source(x, d, idx, source, "index_add_")
     _same_dtype(x, source, "index_add_")
@@ -342,6 +348,7 @@ class IndexFillTensor(Op):
 
 
 def index_fill(x: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """A copy of ``x`` with ``value`` at ``index`` along ``dim``."""
     d, idx = _check_vector_index(x, dim, index, "index_fill")
     if isinstance(value, Tensor):
         if value.ndim:
@@ -370,6 +377,7 @@ class IndexCopy(Op):
 
 
 def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``x`` with ``source`` written at ``index`` along ``dim``."""
     d, idx = _check_vector_index(x, dim, index, "index_copy")
     _check_source(x, d, idx, source, "index_copy_")
     _same_dtype(x, source, "index_copy_")
@@ -394,6 +402,7 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
 
 
 def index_put(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``index_put_``."""
     return index_put_(x.clone(), indices, values, accumulate)
 
 
@@ -423,10 +432,12 @@ def _flat_index(x: Tensor, index: Tensor) -> np.ndarray:
 
 
 def take(x: Tensor, index: Tensor) -> Tensor:
+    """The elements of the flattened ``x`` at ``index`` (shaped like ``index``)."""
     return Take.apply(x, index=_flat_index(x, index))
 
 
 def put_(x: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """Write ``source`` into the flattened ``x`` at ``index`` (``+=`` with accumulate)."""
     idx = _flat_index(x, index) % max(x._data.size, 1)
     adv = dict(enumerate(np.unravel_index(idx.reshape(-1), x._data.shape))) if x.ndim else {}
     v = _value(x, source).reshape(-1)
@@ -436,10 +447,12 @@ def put_(x: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> 
 
 
 def put(x: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``put_``."""
     return put_(x.clone(), index, source, accumulate)
 
 
 def nonzero(x: Tensor, *, as_tuple: bool = False):
+    """Indices of the nonzero elements: an [n, ndim] tensor, or one tensor per dim."""
     a = x._data.reshape(1) if x._data.ndim == 0 else x._data
     idx = np.nonzero(a)
     if as_tuple:
@@ -449,6 +462,7 @@ def nonzero(x: Tensor, *, as_tuple: bool = False):
 
 
 def argwhere(x: Tensor) -> Tensor:
+    """``nonzero(x)``."""
     return nonzero(x)
 
 

@@ -127,6 +127,7 @@ def _prod_grads(ctx, g, x, src, result, gather):
 
 def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
+    """Reduce ``src`` into a copy of ``x`` at ``index`` (sum/prod/mean/amax/amin)."""
     if reduce not in _REDUCES:
         raise RuntimeError("reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
@@ -138,6 +139,7 @@ def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
 
 def scatter_reduce_(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                     include_self: bool = True) -> Tensor:
+    """In-place ``scatter_reduce``."""
     from ember.ops.inplace import apply_inplace
 
     return apply_inplace(x, scatter_reduce, dim, index, src, reduce, include_self=include_self)

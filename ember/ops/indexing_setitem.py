@@ -173,6 +173,7 @@ class AsStrided(Op):
 
 
 def setitem(x: Tensor, key, value) -> None:
+    """``x[key] = value`` (a tensor or a number), recorded for autograd when needed."""
     if not isinstance(value, Tensor | int | float | bool | np.generic):
         from ember._dtype import TYPE_NAMES
 

@@ -95,6 +95,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
 
 
 def concatenate(tensors, axis: int = 0, *, out=None) -> Tensor:
+    """``cat`` with NumPy's ``axis`` name."""
     return cat(tensors, axis, out=out)
 
 
@@ -135,6 +136,7 @@ class Stack(Op):
 
 
 def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
+    """Join equal-shaped tensors along a new dim ``dim``."""
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -152,12 +154,14 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
 
 
 def atleast_1d(*tensors):
+    """Tensors with at least 1 dim (0-d become shape [1])."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else tensors
     res = tuple(t.reshape(1) if t.ndim == 0 else t for t in ts)
     return res[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else res
 
 
 def atleast_2d(*tensors):
+    """Tensors with at least 2 dims (1-d become [1, n])."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else tensors
     res = tuple(t.reshape(1, 1) if t.ndim == 0 else t.unsqueeze(0) if t.ndim == 1 else t
                 for t in ts)
@@ -165,6 +169,7 @@ def atleast_2d(*tensors):
 
 
 def atleast_3d(*tensors):
+    """Tensors with at least 3 dims ([n] -> [1, n, 1], [m, n] -> [m, n, 1])."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else tensors
 
     def one(t):
@@ -185,19 +190,23 @@ def _nonempty(tensors, fname: str) -> list:
 
 
 def hstack(tensors, *, out=None) -> Tensor:
+    """Concatenate along dim 1 (dim 0 for 1-D tensors)."""
     ts = atleast_1d(_nonempty(tensors, "hstack"))
     return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
 
 
 def vstack(tensors, *, out=None) -> Tensor:
+    """Concatenate along dim 0, after making 1-D tensors rows."""
     return cat(atleast_2d(_nonempty(tensors, "vstack")), 0, out=out)
 
 
 def dstack(tensors, *, out=None) -> Tensor:
+    """Concatenate along dim 2, after ``atleast_3d``."""
     return cat(atleast_3d(_nonempty(tensors, "dstack")), 2, out=out)
 
 
 def column_stack(tensors, *, out=None) -> Tensor:
+    """Concatenate along dim 1, 0-d and 1-D tensors as columns."""
     ts = [t.reshape(-1, 1) if t.ndim <= 1 else t
           for t in _nonempty(tensors, "column_stack")]
     return cat(ts, 1, out=out)
@@ -274,10 +283,12 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
 
 
 def split_with_sizes(x: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """``split`` with a list of sizes."""
     return split(x, list(split_sizes), dim)
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Split into ``chunks`` pieces of ceil(size / chunks) (one SplitBackward0 node)."""
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _split_dim(x, dim)
@@ -286,12 +297,14 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
 
 
 def unbind(x: Tensor, dim: int = 0) -> tuple:
+    """The slices along ``dim``, as views (one UnbindBackward0 node)."""
     if x.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     return _views(x, Unbind.apply(x, dim=_wrap_dim(dim, x.ndim)))
 
 
 def tensor_split(x: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    """Split into n near-equal pieces, or at the given indices (views)."""
     from ember.ops.indexing import Slice
 
     d = _split_dim(x, dim)
@@ -326,14 +339,17 @@ def _split_at(x: Tensor, ios, dim: int, fname: str, min_dim: int) -> tuple:
 
 
 def hsplit(x: Tensor, indices_or_sections) -> tuple:
+    """``tensor_split`` along dim 1 (dim 0 for 1-D); an int must divide the size."""
     return _split_at(x, indices_or_sections, 0 if x.ndim == 1 else 1, "hsplit", 1)
 
 
 def vsplit(x: Tensor, indices_or_sections) -> tuple:
+    """``tensor_split`` along dim 0; an int must divide the size."""
     return _split_at(x, indices_or_sections, 0, "vsplit", 2)
 
 
 def dsplit(x: Tensor, indices_or_sections) -> tuple:
+    """``tensor_split`` along dim 2; an int must divide the size."""
     return _split_at(x, indices_or_sections, 2, "dsplit", 3)
 
 
@@ -341,6 +357,7 @@ def dsplit(x: Tensor, indices_or_sections) -> tuple:
 
 
 def meshgrid(*tensors, indexing: str | None = None) -> tuple:
+    """Coordinate grids from 1-D tensors (``indexing`` 'ij' or 'xy'), as expanded views."""
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
     if indexing is None:

@@ -94,6 +94,7 @@ class Alias(Op):
 
 
 def view(x: Tensor, *shape) -> Tensor:
+    """A view with a new shape (one -1 inferred); the strides must allow it, as in torch."""
     if len(shape) == 1 and not isinstance(shape[0], int | list | tuple | Size):
         return _view_dtype(x, shape[0])
     shape = infer_shape(_shape_arg(shape), x._data.size)
@@ -138,14 +139,17 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 
 def view_as(x: Tensor, other: Tensor) -> Tensor:
+    """``x.view(other.shape)``."""
     return view(x, other.shape)
 
 
 def reshape_as(x: Tensor, other: Tensor) -> Tensor:
+    """``x.reshape(other.shape)``."""
     return reshape(x, other.shape)
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
     if x.ndim == 0:
         return reshape(x, (1,))
     s, e = _wrap_dim(start_dim, x.ndim), _wrap_dim(end_dim, x.ndim)
@@ -158,6 +162,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
+    """Split dim ``dim`` into ``sizes`` (one may be -1): a view."""
     d = _wrap_dim(dim, x.ndim)
     shp = x.shape
     sizes = tuple(int(s) for s in sizes)
@@ -187,6 +192,7 @@ class Permute(Op):
 
 
 def permute(x: Tensor, *dims) -> Tensor:
+    """A view with the dims reordered."""
     dims = _shape_arg(dims)
     if len(dims) != x.ndim:
         raise RuntimeError(
@@ -200,6 +206,7 @@ def permute(x: Tensor, *dims) -> Tensor:
 
 
 def movedim(x: Tensor, source, destination) -> Tensor:
+    """A view with dims ``source`` moved to ``destination`` (ints or sequences)."""
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
     if len(src) != len(dst):
@@ -247,11 +254,13 @@ class T(Op):
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """A view with ``dim0`` and ``dim1`` swapped."""
     n = x.ndim
     return Transpose.apply(x, d0=_wrap_dim(dim0, n), d1=_wrap_dim(dim1, n))
 
 
 def t(x: Tensor) -> Tensor:
+    """Transpose a tensor of at most 2 dims (a view)."""
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     return T.apply(x)
@@ -322,6 +331,7 @@ class Unsqueeze(Op):
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """A view with a size-1 dim inserted at ``dim``."""
     return Unsqueeze.apply(x, dim=_wrap_dim(dim, x.ndim + 1))
 
 
@@ -348,6 +358,7 @@ class SqueezeDims(Squeeze):
 
 
 def squeeze(x: Tensor, dim=None) -> Tensor:
+    """A view without size-1 dims (all, one ``dim``, or a tuple of dims)."""
     if dim is None:
         return Squeeze.apply(x, dims=None)
     op = SqueezeDim if isinstance(dim, int) else SqueezeDims
@@ -376,6 +387,7 @@ class Expand(Op):
 
 
 def expand(x: Tensor, *sizes) -> Tensor:
+    """A broadcast view with ``sizes`` (-1 keeps a dim); no data is copied."""
     sizes = _shape_arg(sizes)
     lead = len(sizes) - x.ndim
     if lead < 0:
@@ -404,6 +416,7 @@ def expand(x: Tensor, *sizes) -> Tensor:
 
 
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    """``x.expand(other.shape)``."""
     return expand(x, other.shape)
 
 
@@ -425,10 +438,12 @@ def broadcast_shapes(*shapes) -> Size:
 
 
 def broadcast_to(x: Tensor, size) -> Tensor:
+    """``x.expand(size)``."""
     return expand(x, tuple(size))
 
 
 def broadcast_tensors(*tensors) -> tuple:
+    """Expand all tensors to their common broadcast shape (views)."""
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
     shape = broadcast_shapes(*(t._data.shape for t in tensors))
@@ -447,6 +462,7 @@ def sum_to_size(g: Tensor, *shape) -> Tensor:
 
 
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
+    """``x`` itself if C-contiguous, else a contiguous copy (CloneBackward0)."""
     if x._data.flags.c_contiguous:
         return x
     from ember.ops.pointwise import clone

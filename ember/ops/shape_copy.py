@@ -32,6 +32,7 @@ class Repeat(Op):
 
 
 def repeat(x: Tensor, *sizes) -> Tensor:
+    """Tile ``x`` ``sizes`` times along each dim (leading dims added as needed)."""
     reps = _sizes(sizes)
     if len(reps) < x.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
@@ -43,6 +44,7 @@ def repeat(x: Tensor, *sizes) -> Tensor:
 
 
 def tile(x: Tensor, dims) -> Tensor:
+    """``repeat`` with ``dims`` padded with leading 1s to ``x.ndim``."""
     dims = _sizes((dims,) if isinstance(dims, int) else tuple(dims))
     return repeat(x, (1,) * (x.ndim - len(dims)) + dims)
 
@@ -94,6 +96,7 @@ class Flip(Op):
 
 
 def flip(x: Tensor, *dims) -> Tensor:
+    """A copy with the order of elements reversed along ``dims``."""
     dims = _sizes(dims)
     dims = tuple(_wrap_dim(d, x.ndim) for d in dims)
     if len(set(dims)) != len(dims):
@@ -102,12 +105,14 @@ def flip(x: Tensor, *dims) -> Tensor:
 
 
 def fliplr(x: Tensor) -> Tensor:
+    """``flip(x, 1)``."""
     if x.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(x, 1)
 
 
 def flipud(x: Tensor) -> Tensor:
+    """``flip(x, 0)``."""
     if x.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(x, 0)
@@ -129,6 +134,7 @@ class Roll(Op):
 
 
 def roll(x: Tensor, shifts, dims=None) -> Tensor:
+    """Shift elements cyclically along ``dims`` (the flattened tensor if None)."""
     shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
     if dims is None:
         if len(shifts) != 1:
@@ -156,6 +162,7 @@ class Rot90(Op):
 
 
 def rot90(x: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims``."""
     dims = tuple(dims)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
@@ -195,12 +202,14 @@ class Triu(Op):
 
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """Zero the elements above diagonal ``diagonal`` of the last two dims."""
     if x.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
     return Tril.apply(x, k=int(diagonal))
 
 
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """Zero the elements below diagonal ``diagonal`` of the last two dims."""
     if x.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
     return Triu.apply(x, k=int(diagonal))
@@ -241,6 +250,7 @@ class DiagonalCopy(Op):
 
 
 def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Matrices with the last dim of ``x`` on diagonal ``offset`` of dims (dim1, dim2)."""
     n = x.ndim + 1
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
@@ -274,6 +284,7 @@ class Trace(Op):
 
 
 def trace(x: Tensor) -> Tensor:
+    """Sum of the main diagonal of a matrix."""
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
     return Trace.apply(x)

@@ -55,6 +55,7 @@ class DiagonalGrad(Op):
 
 
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """A view of diagonal ``offset`` of dims (dim1, dim2), appended as the last dim."""
     d1, d2 = _wrap_dim(dim1, x.ndim), _wrap_dim(dim2, x.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -108,6 +109,7 @@ class UnfoldGrad(Op):
 
 
 def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """A view of windows of ``size`` every ``step`` along ``dimension`` (new last dim)."""
     d = _wrap_dim(dimension, x.ndim)
     length = x._data.shape[d] if x.ndim else 1
     if size > length:
