@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ember._tensor import Tensor
 from ember.ops.linalg import addmm, matmul, mm
+from ember.ops.pointwise_more import _CNAME
 
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
               "bfloat16": "c10::BFloat16"}
@@ -11,8 +12,6 @@ _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
 
 def _check_dtypes(input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
     """torch's messages for mixed dtypes (they differ by which operand is off)."""
-    from ember.ops.pointwise_more import _CNAME
-
     a, w = input.dtype.name, weight.dtype.name
     if a != w:
         if input.dtype.is_floating_point and weight.dtype.is_floating_point:
@@ -27,7 +26,9 @@ def _check_dtypes(input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``; 2-D input with bias is a single ``addmm``."""
-    _check_dtypes(input, weight, bias)
+    dt = weight._data.dtype
+    if input._data.dtype != dt or (bias is not None and bias._data.dtype != dt):
+        _check_dtypes(input, weight, bias)
     wt = weight.t()
     if input.ndim == 2:
         return addmm(bias, input, wt) if bias is not None else mm(input, wt)
