@@ -17,7 +17,7 @@ from ember.ops.reduction_norm import vector_norm
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "qr", "svd", "svdvals", "matrix_power",
-           "matmul", "vecdot", "multi_dot"]
+           "matmul", "vecdot", "multi_dot", "cross"]
 
 
 class LinAlgError(RuntimeError):
@@ -278,3 +278,4 @@ def multi_dot(tensors) -> Tensor:
 
 
 from ember._linalg_decomp import cholesky, eigh, eigvalsh, qr, svd, svdvals  # noqa: E402
+from ember.ops.linalg_extra import linalg_cross as cross  # noqa: E402

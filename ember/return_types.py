@@ -50,7 +50,9 @@ linalg_slogdet = _make("linalg_slogdet", ("sign", "logabsdet"))
 linalg_eigh = _make("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_svd = _make("linalg_svd", ("U", "S", "Vh"))
 linalg_qr = _make("linalg_qr", ("Q", "R"))
+svd = _make("svd", ("U", "S", "V"))
+qr = _make("qr", ("Q", "R"))
 
 __all__ = ["max", "min", "sort", "topk", "median", "nanmedian", "mode", "kthvalue", "cummax",
            "cummin", "aminmax", "slogdet", "linalg_slogdet", "linalg_eigh", "linalg_svd",
-           "linalg_qr"]
+           "linalg_qr", "svd", "qr"]

@@ -590,3 +590,42 @@ def test_qr_fd_and_gradgrad(shape):
     for fn in (lambda t: ember.linalg.qr(t).Q, lambda t: ember.linalg.qr(t).R):
         fd_check(fn, a)
         gradgrad_check(fn, a)
+
+
+def test_legacy_spellings():
+    a = arr(4, 3)
+    e, t = check(lambda m, x: m.svd(x).S, a, atol=1e-4)
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+    check(lambda m, x: (lambda r: r.U @ m.diag_embed(r.S) @ r.V.mT)(x.svd()), a, atol=1e-4)
+    check(lambda m, x: (lambda r: r.U.shape + r.V.shape)(m.svd(x, some=False)), a, grad=False)
+    with pytest.warns(UserWarning, match="torch.qr is deprecated"):
+        check(lambda m, x: (lambda r: r.Q @ r.R)(m.qr(x)), a, atol=1e-4)
+    sq = well_conditioned(3, 3)
+    for fn in [lambda m, x: x.inverse(), lambda m, x: x.det(), lambda m, x: x.logdet(),
+               lambda m, x: x.slogdet(), lambda m, x: x.matrix_power(2)]:
+        e, t = check(fn, sq, atol=1e-4)
+        assert type(e).__name__ == type(t).__name__
+    with pytest.warns(UserWarning, match="torch.cholesky is deprecated"):
+        check(lambda m, x: m.cholesky(x), spd(3, 3), atol=1e-4)
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda m, a, b: m.linalg.cross(a, b), [(2, 3), (2, 3)]),
+    (lambda m, a, b: m.linalg.cross(a, b), [(2, 1, 3), (1, 4, 3)]),
+    (lambda m, a, b: m.cross(a, b, dim=0), [(3, 2), (3, 2)]),
+    (lambda m, a, b: a.cross(b, dim=1), [(2, 3), (2, 3)]),
+])
+def test_cross(fn, shapes):
+    e, t = check(fn, *[arr(*s) for s in shapes])
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+    fd_check(lambda a, b: fn(ember, a, b) ** 2, *[arr(*s, dtype="float64") for s in shapes])
+    gradgrad_check(lambda a, b: fn(ember, a, b) ** 2, *[arr(*s, dtype="float64") for s in shapes])
+
+
+def test_cross_errors_and_default_dim():
+    check_error(lambda m, a, b: m.linalg.cross(a, b), arr(2, 4), arr(2, 4),
+                match="inputs dimension -1 must have length 3. Got 4 and 4")
+    check_error(lambda m, a, b: m.linalg.cross(a, b), arr(2, 3), arr(3),
+                match="inputs must have the same number of dimensions")
+    with pytest.warns(UserWarning, match="without specifying the dim arg is deprecated"):
+        check(lambda m, a, b: m.cross(a, b), arr(3, 2), arr(3, 2))

@@ -432,36 +432,13 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     return mm(ma, mb).reshape(out_shape)
 
 
-def slogdet(A: Tensor):
-    """``(sign, logabsdet)`` as a ``slogdet`` named tuple (``linalg.slogdet`` names it apart)."""
-    from ember import return_types
-    from ember.linalg import slogdet as linalg_slogdet
-
-    return return_types.slogdet(*linalg_slogdet(A))
-
-
-def _from_linalg(name: str):
-    def fn(*args, **kwargs):
-        import ember.linalg
-
-        return getattr(ember.linalg, name)(*args, **kwargs)
-    fn.__name__ = name
-    fn.__doc__ = f"Same as ``ember.linalg.{name}``."
-    return fn
-
-
 METHODS = {
     "mm": mm, "matmul": matmul, "dot": dot, "vdot": vdot, "mv": mv, "bmm": bmm, "addmm": addmm,
     "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer, "ger": outer,
     "inner": inner, "__matmul__": matmul, "__rmatmul__": rmatmul,
-    "inverse": _from_linalg("inv"), "det": _from_linalg("det"),
-    "logdet": _from_linalg("logdet"), "slogdet": slogdet,
-    "matrix_power": _from_linalg("matrix_power"),
 }
 FUNCTIONS = {
     "mm": mm, "matmul": matmul, "dot": dot, "vdot": vdot, "mv": mv, "bmm": bmm, "addmm": addmm,
     "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer, "ger": outer,
-    "inner": inner, "tensordot": tensordot, "inverse": _from_linalg("inv"),
-    "det": _from_linalg("det"), "logdet": _from_linalg("logdet"),
-    "slogdet": slogdet, "matrix_power": _from_linalg("matrix_power"),
+    "inner": inner, "tensordot": tensordot,
 }
