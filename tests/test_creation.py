@@ -423,3 +423,13 @@ def test_seeded_initialisers_fill_torchs_numbers():
     for e, t in zip(build(ember), build(torch)):
         np.testing.assert_allclose(e, t, rtol=2e-6, atol=1e-7)
     assert np.array_equal(build(ember)[0], build(torch)[0])
+
+
+def test_seeded_tensor_fills_are_torchs():
+    def fill(m):
+        m.manual_seed(2)
+        return [m.empty(3).uniform_(-1, 2), m.empty(20).normal_(1, 2),
+                m.empty(2, dtype=m.float16).uniform_()]
+
+    for e, t in zip(fill(ember), fill(torch)):
+        np.testing.assert_allclose(e.numpy().astype(float), t.numpy().astype(float), rtol=2e-6)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
-from ember._random import rng
+from ember._random import normal_sample, rng, uniform_sample
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
@@ -35,19 +35,18 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Te
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "
                            f"> to={b}")
-    r = rng(generator)
-    v = _float_draw(x, "check_uniform_bounds", lambda dt: r.random(x._data.shape, dtype=dt))
-    return _fill_random(x, v * (b - a) + a if (a, b) != (0.0, 1.0) else v, "UniformBackward0")
+    v = _float_draw(x, "check_uniform_bounds",  # torch's numbers for a seeded generator
+                    lambda dt: uniform_sample(x._data.shape, x.dtype, a, b, generator))
+    return _fill_random(x, v, "UniformBackward0")
 
 
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fill with draws from N(mean, std**2)."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    r = rng(generator)
-    v = _float_draw(x, "normal_kernel_cpu",
-                    lambda dt: r.standard_normal(x._data.shape, dtype=dt))
-    return _fill_random(x, v * std + mean if (mean, std) != (0.0, 1.0) else v, "NormalBackward0")
+    v = _float_draw(x, "normal_kernel_cpu",  # torch's numbers for a seeded generator
+                    lambda dt: normal_sample(x._data.shape, x.dtype, mean, std, generator))
+    return _fill_random(x, v, "NormalBackward0")
 
 
 def exponential_(x: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
