@@ -98,6 +98,7 @@ SPLITS = [
     (lambda m, x: x.chunk(2, -1), arr(2, 5)),
     (lambda m, x: m.chunk(x, 5), arr(3)),
     (lambda m, x: x.chunk(1), arr(3)),
+    (lambda m, x: x.chunk(3), arr(0, 2)),
     (lambda m, x: x.unbind(), arr(3, 2)),
     (lambda m, x: m.unbind(x, 1), noncontig(2, 3)),
     (lambda m, x: x.unbind(0), arr(3)),

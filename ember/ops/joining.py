@@ -293,7 +293,8 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _split_dim(x, dim)
     n = x._data.shape[d]
-    return split(x, max(-(-n // chunks), 1) if n else 1, d) if n else split(x, 0, d)
+    # an empty dim gives `chunks` empty pieces, as torch
+    return split(x, -(-n // chunks), d) if n else split(x, [0] * chunks, d)
 
 
 def unbind(x: Tensor, dim: int = 0) -> tuple:
