@@ -289,3 +289,27 @@ def test_hooks_returning_bad_values_raise_like_torch():
                 h.sum().backward()
             errs.append((type(info.value), str(info.value).replace("torch.", "ember.")))
         assert errs[0] == errs[1]
+
+
+def multi_grad_hook(lib, log):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    w = lib.tensor([3.0], requires_grad=True)
+    unused = lib.tensor([1.0], requires_grad=True)
+    h = x * w
+    g = lib.autograd.graph
+    g.register_multi_grad_hook((x, h, unused), lambda gs: log.append(("all", [_r(t) for t in gs])))
+    g.register_multi_grad_hook((x, h), lambda gr: log.append(("any", _r(gr))), mode="any")
+    x.register_hook(lambda gr: log.append("x"))
+    h.register_hook(lambda gr: log.append("h"))
+    (h * h).sum().backward(retain_graph=True)
+    lib.autograd.grad((h * h).sum(), [h])
+    handle = g.register_multi_grad_hook((w,), lambda gs: log.append("w"))
+    handle.remove()
+    (h * 2).sum().backward()
+
+
+def test_multi_grad_hook_matches_torch():
+    e_log, t_log = [], []
+    multi_grad_hook(ember, e_log)
+    multi_grad_hook(torch, t_log)
+    assert e_log == t_log and e_log

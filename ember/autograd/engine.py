@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 from collections.abc import Sequence
 
 from ember.autograd import graph
@@ -115,6 +116,8 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     results = [None] * (len(inputs) if inputs is not None else 0)
     prev = STATE.enabled
     STATE.enabled = create_graph
+    _TASKS.stack.append((next(_task_ids), nodes, runs,
+                         {n for n, _ in capture} if capture else ()))
     try:
         while ready:
             node = heapq.heappop(ready)[2]
@@ -143,7 +146,33 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                         heapq.heappush(ready, (-nxt._seq, tick(), nxt))
     finally:
         STATE.enabled = prev
+        _TASKS.stack.pop()
     return results
+
+
+class _Tasks(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []  # (id, reachable nodes, nodes that run or None, captured nodes)
+
+
+_TASKS = _Tasks()
+_task_ids = itertools.count()
+
+
+def current_graph_task_id() -> int:
+    """Id of the backward pass running in this thread, -1 outside one."""
+    return _TASKS.stack[-1][0] if _TASKS.stack else -1
+
+
+def will_engine_execute_node(node) -> bool:
+    """Whether the running backward pass will run ``node`` (or capture its gradient)."""
+    if not _TASKS.stack:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward "
+                           "pass")
+    _, nodes, runs, captured = _TASKS.stack[-1]
+    if runs is None:
+        return node in nodes
+    return node in runs or node in captured
 
 
 def _captures(inputs, accumulate: bool) -> dict:

@@ -250,3 +250,59 @@ def grad_accumulator(t) -> AccumulateGrad:
         node = AccumulateGrad(t)
         aux.grad_acc = weakref.ref(node)
     return node
+
+
+class _MultiHandle:
+    """Removes every per-tensor hook of one ``register_multi_grad_hook``."""
+
+    def __init__(self, handles: tuple) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self) -> _MultiHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all") -> _MultiHandle:
+    """``mode="all"``: call ``fn(grads)`` once per backward, after the gradients of all
+    ``tensors`` that this backward computes are ready (None for the others).
+    ``mode="any"``: call ``fn(grad)`` with the first of them to be computed."""
+    from ember.autograd.engine import current_graph_task_id, will_engine_execute_node
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    if mode == "any":
+        seen: set = set()
+
+        def any_hook(grad):
+            task = current_graph_task_id()
+            if task not in seen:
+                seen.add(task)
+                fn(grad)
+        return _MultiHandle(tuple(t.register_hook(any_hook) for t in tensors if t.requires_grad))
+
+    nodes = [t.grad_fn if t.grad_fn is not None else grad_accumulator(t)
+             for t in tensors if t.requires_grad]
+    pending: dict = {}  # graph task id -> [calls left, grads]
+
+    def make_hook(i: int):
+        def hook(grad):
+            task = current_graph_task_id()
+            if task not in pending:
+                pending[task] = [sum(map(will_engine_execute_node, nodes)), [None] * len(tensors)]
+            state = pending[task]
+            state[1][i] = grad
+            state[0] -= 1
+            if state[0] == 0:
+                del pending[task]
+                fn(state[1])
+        return hook
+    return _MultiHandle(tuple(t.register_hook(make_hook(i)) for i, t in enumerate(tensors)
+                              if t.requires_grad))
