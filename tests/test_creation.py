@@ -433,3 +433,15 @@ def test_seeded_tensor_fills_are_torchs():
 
     for e, t in zip(fill(ember), fill(torch)):
         np.testing.assert_allclose(e.numpy().astype(float), t.numpy().astype(float), rtol=2e-6)
+
+
+def test_random_module_and_fork_rng():
+    for lib in (torch, ember):
+        lib.random.manual_seed(4)
+        with lib.random.fork_rng():
+            inside = lib.rand(3).tolist()
+        assert lib.rand(3).tolist() == inside
+        assert lib.random.initial_seed() == 4
+    ember.random.manual_seed(4)
+    torch.random.manual_seed(4)
+    assert ember.rand(2).tolist() == torch.rand(2).tolist()
