@@ -241,3 +241,43 @@ def test_bfloat16_printing_when_ml_dtypes_is_installed():
     for vals in ([1.5, 2.0, 1e-5], [1.0, 3.0], [0.1, 0.2]):
         t, e = both(lambda m, vals=vals: m.tensor(vals, dtype=m.bfloat16))
         assert e == t
+
+
+def _random_array(rng):
+    shape = tuple(rng.integers(0, 6, size=rng.integers(0, 5)))
+    a = rng.standard_normal(shape) * 10.0 ** rng.integers(-12, 12)
+    kind = rng.integers(0, 5)
+    if kind == 0:
+        a = np.round(a)
+    elif kind == 1 and np.all(np.abs(a) < 1e15):
+        a = a.astype(np.int64)
+    elif kind == 2:
+        a = a > 0
+    elif kind == 3 and a.size:
+        a.flat[rng.integers(0, a.size)] = rng.choice([np.nan, np.inf, -np.inf, -0.0])
+    if a.dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            a = a.astype(rng.choice([np.float32, np.float64, np.float16]))
+    if rng.random() < 0.2 and a.ndim:
+        a = np.repeat(a, 300, axis=-1)
+    return a
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fuzz_shapes_dtypes_and_options(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        a = _random_array(rng)
+        opts = {}
+        if rng.random() < 0.3:
+            opts = dict(precision=int(rng.integers(0, 8)), linewidth=int(rng.integers(20, 150)),
+                        edgeitems=int(rng.integers(0, 4)), threshold=int(rng.integers(5, 2000)))
+        rg = a.dtype.kind == "f" and rng.random() < 0.3
+        torch.set_printoptions(**opts)
+        ember.set_printoptions(**opts)
+        try:
+            t, e = both(lambda m, a=a, rg=rg: m.tensor(a, requires_grad=rg))
+        finally:
+            torch.set_printoptions(profile="default")
+            ember.set_printoptions(profile="default")
+        assert e == t
