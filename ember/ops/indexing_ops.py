@@ -256,6 +256,8 @@ class IndexSelect(Op):
     @staticmethod
     def forward(ctx, x, index=None, dim=0):
         ctx.shape, ctx.index, ctx.dim = x.shape, index, dim
+        if x.ndim == 0:  # torch: a 0-d input gives a 0-d result
+            return x.copy()
         return np.take(_2d(x), index, axis=dim).reshape(
             x.shape[:dim] + index.shape + x.shape[dim + 1:])
 
