@@ -187,3 +187,41 @@ def test_save_on_cpu_and_disable_saved_tensors_hooks_like_torch():
             y = (x * x).sum()
         y.backward()
         assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_recomputation_that_saves_differently_raises_checkpoint_error():
+    for lib, cp in ((ember, ecp), (torch, tcp)):
+        state = {"n": 0}
+
+        def fn(a, state=state):
+            state["n"] += 1
+            return (a * a).exp() if state["n"] == 1 else a.exp()  # fewer saves the 2nd time
+
+        x = lib.ones(2, requires_grad=True)
+        y = cp.checkpoint(fn, x, use_reentrant=False)
+        with pytest.raises(cp.CheckpointError, match="A different number of tensors was saved"):
+            y.sum().backward()
+
+
+def test_context_fn_wraps_forward_and_recompute():
+    for lib, cp in ((ember, ecp), (torch, tcp)):
+        seen = []
+
+        class Ctx:
+            def __init__(self, name):
+                self.name = name
+
+            def __enter__(self, seen=seen):
+                seen.append(self.name)
+
+            def __exit__(self, *exc):
+                return None
+
+        x = lib.ones(2, requires_grad=True)
+        y = cp.checkpoint(lambda a: a.exp(), x, use_reentrant=False,
+                          context_fn=lambda: (Ctx("fwd"), Ctx("recompute")))
+        y.sum().backward()
+        assert seen == ["fwd", "recompute"]
+        with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+            cp.checkpoint(lambda a: a.exp(), x, use_reentrant=True, context_fn=lambda: (
+                Ctx("a"), Ctx("b")))

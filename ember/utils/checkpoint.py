@@ -9,6 +9,7 @@ without grad, and in backward re-runs it with grad and backpropagates through it
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable
 
@@ -76,18 +77,27 @@ class CheckpointFunction(Function):
         return (None, None, *[a.grad if _tensor(a) else None for a in inputs])
 
 
+class CheckpointError(RuntimeError):
+    """The recomputation did not save the same tensors as the original forward."""
+
+
+def _meta(t) -> dict:
+    return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
+
+
 class _Recompute:
     """State of one non-reentrant checkpoint: placeholders out, recomputed tensors back."""
 
-    def __init__(self, fn, args, kwargs, preserve_rng_state: bool) -> None:
+    def __init__(self, fn, args, kwargs, preserve_rng_state: bool, recompute_ctx) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.rng = _RngState(preserve_rng_state)
-        self.count = 0
+        self.recompute_ctx = recompute_ctx
+        self.metas: list = []  # one per tensor saved in forward, to check the recomputation
         self.recomputed = None
 
     def pack(self, t) -> int:
-        self.count += 1
-        return self.count - 1
+        self.metas.append(_meta(t))
+        return len(self.metas) - 1
 
     def unpack(self, k: int):
         if self.recomputed is None:
@@ -98,15 +108,26 @@ class _Recompute:
                 self.recomputed.append(t if keep_graph else t.detach())
                 return len(self.recomputed) - 1
 
-            with self.rng, enable_grad(), saved_tensors_hooks(record, self.recomputed.__getitem__):
+            with self.rng, enable_grad(), self.recompute_ctx, saved_tensors_hooks(
+                    record, self.recomputed.__getitem__):
                 self.fn(*self.args, **self.kwargs)
-            if len(self.recomputed) != self.count:
-                raise RuntimeError(
-                    "torch.utils.checkpoint: A different number of tensors was saved during the "
-                    f"original forward and recomputation.\nNumber of tensors saved during forward"
-                    f": {self.count}\nNumber of tensors saved during recomputation: "
-                    f"{len(self.recomputed)}")
+            self._check()
         return self.recomputed[k]
+
+    def _check(self) -> None:
+        if len(self.recomputed) != len(self.metas):
+            raise CheckpointError(
+                "torch.utils.checkpoint: A different number of tensors was saved during the "
+                f"original forward and recomputation.\nNumber of tensors saved during forward: "
+                f"{len(self.metas)}\nNumber of tensors saved during recomputation: "
+                f"{len(self.recomputed)}.")
+        bad = "".join(
+            f"tensor at position {i}:\nsaved metadata: {m}\nrecomputed metadata: {_meta(t)}\n"
+            for i, (m, t) in enumerate(zip(self.metas, self.recomputed)) if m != _meta(t))
+        if bad:
+            raise CheckpointError("torch.utils.checkpoint: Recomputed values for the following "
+                                  f"tensors have different metadata than during the forward "
+                                  f"pass.\n{bad}.")
 
 
 def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
@@ -125,6 +146,9 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
             "details on the differences between the two variants.", UserWarning, stacklevel=2)
         use_reentrant = True
     if use_reentrant:
+        if context_fn is not None or debug:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
         if STATE.enabled and not any(_tensor(a) and a.requires_grad for a in args):
@@ -133,8 +157,10 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
             with no_grad():
                 return function(*args)
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
-    frame = _Recompute(function, args, kwargs, preserve_rng_state)
-    with saved_tensors_hooks(frame.pack, frame.unpack):
+    fwd_ctx, recompute_ctx = context_fn() if context_fn is not None else (
+        contextlib.nullcontext(), contextlib.nullcontext())
+    frame = _Recompute(function, args, kwargs, preserve_rng_state, recompute_ctx)
+    with fwd_ctx, saved_tensors_hooks(frame.pack, frame.unpack):
         return function(*args, **kwargs)
 
 
@@ -171,4 +197,4 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
     return run(end + 1, len(functions) - 1)(input)
 
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential"]
