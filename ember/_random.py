@@ -232,6 +232,12 @@ def uniform_sample(shape: tuple, dt: _dtype.dtype, low: float = 0.0, high: float
         dt.np, copy=False)
 
 
+def integer_sample(shape: tuple, low: int, high: int,
+                   generator: Generator | None = None) -> np.ndarray:
+    """What torch's ``tensor.random_(low, high)`` writes: int64 values in [low, high)."""
+    return _gen(generator)._randint(int(low), int(high), int(np.prod(shape))).reshape(shape)
+
+
 def normal_sample(shape: tuple, dt: _dtype.dtype, mean: float = 0.0, std: float = 1.0,
                   generator: Generator | None = None) -> np.ndarray:
     """What torch's ``tensor.normal_(mean, std)`` writes, as an array of ``dt``."""

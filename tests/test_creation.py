@@ -445,3 +445,20 @@ def test_random_module_and_fork_rng():
     ember.random.manual_seed(4)
     torch.random.manual_seed(4)
     assert ember.rand(2).tolist() == torch.rand(2).tolist()
+
+
+RANDOM_FILLS = [
+    lambda m: m.empty((), dtype=m.int64).random_(), lambda m: m.empty(5, dtype=m.int32).random_(),
+    lambda m: m.empty(5).random_(), lambda m: m.empty(5, dtype=m.float64).random_(),
+    lambda m: m.empty(5, dtype=m.int64).random_(3, 2 ** 40),
+    lambda m: m.empty(6, dtype=m.uint8).random_(), lambda m: m.empty(4).random_(10),
+]
+
+
+@pytest.mark.parametrize("k", range(len(RANDOM_FILLS)))
+def test_seeded_random_fill_is_torchs(k):
+    out = []
+    for lib in (torch, ember):
+        lib.manual_seed(9)
+        out.append(RANDOM_FILLS[k](lib).tolist())
+    assert out[0] == out[1]

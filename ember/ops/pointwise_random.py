@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
-from ember._random import normal_sample, rng, uniform_sample
+from ember._random import integer_sample, normal_sample, rng, uniform_sample
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
@@ -116,7 +116,7 @@ def random_(x: Tensor, from_=None, to=None, *, generator=None) -> Tensor:
     if lo >= hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} "
                            f">= to={hi}")
-    return _fill_random(x, rng(generator).integers(lo, hi, x._data.shape), node)
+    return _fill_random(x, integer_sample(x._data.shape, lo, hi, generator), node)
 
 
 def cauchy_(x: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
