@@ -201,6 +201,8 @@ def test_recomputation_that_saves_differently_raises_checkpoint_error():
         y = cp.checkpoint(fn, x, use_reentrant=False)
         with pytest.raises(cp.CheckpointError, match="A different number of tensors was saved"):
             y.sum().backward()
+        with pytest.raises(ValueError, match="determinism_check should be one of"):
+            cp.checkpoint(fn, x, use_reentrant=False, determinism_check="strict")
 
 
 def test_context_fn_wraps_forward_and_recompute():

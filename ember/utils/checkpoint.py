@@ -88,10 +88,11 @@ def _meta(t) -> dict:
 class _Recompute:
     """State of one non-reentrant checkpoint: placeholders out, recomputed tensors back."""
 
-    def __init__(self, fn, args, kwargs, preserve_rng_state: bool, recompute_ctx) -> None:
+    def __init__(self, fn, args, kwargs, preserve_rng_state: bool, recompute_ctx,
+                 check: bool) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.rng = _RngState(preserve_rng_state)
-        self.recompute_ctx = recompute_ctx
+        self.recompute_ctx, self.check = recompute_ctx, check
         self.metas: list = []  # one per tensor saved in forward, to check the recomputation
         self.recomputed = None
 
@@ -111,7 +112,8 @@ class _Recompute:
             with self.rng, enable_grad(), self.recompute_ctx, saved_tensors_hooks(
                     record, self.recomputed.__getitem__):
                 self.fn(*self.args, **self.kwargs)
-            self._check()
+            if self.check:
+                self._check()
         return self.recomputed[k]
 
     def _check(self) -> None:
@@ -159,7 +161,11 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
     fwd_ctx, recompute_ctx = context_fn() if context_fn is not None else (
         contextlib.nullcontext(), contextlib.nullcontext())
-    frame = _Recompute(function, args, kwargs, preserve_rng_state, recompute_ctx)
+    if determinism_check not in ("default", "none"):
+        raise ValueError("determinism_check should be one of ['default', 'none'], but got "
+                         f"{determinism_check}")
+    frame = _Recompute(function, args, kwargs, preserve_rng_state, recompute_ctx,
+                       determinism_check == "default")
     with fwd_ctx, saved_tensors_hooks(frame.pack, frame.unpack):
         return function(*args, **kwargs)
 
