@@ -222,6 +222,11 @@ COPIES = [
     (lambda m, x: x.diag_embed(1, 0, 2), arr(2, 3)),
     (lambda m, x: x.trace(), arr(3, 4)),
     (lambda m, x: x.trace(), arr(4, 3)),
+    (lambda m, x: x.trace(), arr(0, 3)),
+    (lambda m, x: x.flip(0), arr(0, 3)),
+    (lambda m, x: x.roll(1), arr()),
+    (lambda m, x: x.diag(), arr(0, 3)),
+    (lambda m, x: x.diag_embed(-1), arr(2, 0)),
 ]
 
 
@@ -268,3 +273,5 @@ def test_copy_errors():
     check_error(lambda m, x: x.flip(0, 0), arr(3), match="appears multiple times")
     check_error(lambda m, x: x.rot90(1, (0, 0)), arr(3, 3), match="rotation dims to be different")
     check_error(lambda m, x: x.rot90(1, (0,)), arr(3, 3), match="total rotation dims == 2")
+    check_error(lambda m, x: x.roll(0, 0), arr(), match="no dimensions")
+    check_error(lambda m, x: x.diag_embed(), arr(), match="Dimension out of range")

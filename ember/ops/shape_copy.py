@@ -142,6 +142,8 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
                                "dims:0")
         return Roll.apply(x, shifts=shifts, dims=())
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if x.ndim == 0 and dims:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
@@ -255,8 +257,6 @@ def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Te
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    if x.ndim == 0:
-        x = x.reshape(1)
     return DiagEmbed.apply(x, offset=int(offset), d1=d1, d2=d2)
 
 
