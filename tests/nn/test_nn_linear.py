@@ -282,3 +282,21 @@ def test_gumbel_softmax():
     np.testing.assert_allclose(h.mean(0), [0.7, 0.2, 0.1], atol=0.03)
     (hard * ember.tensor([1.0, 2.0, 3.0])).sum().backward()
     assert logits.grad is not None and np.abs(logits.grad.numpy()).sum() > 0
+
+
+def test_random_layers_fd_with_fixed_seed():
+    Fe = ember.nn.functional
+
+    def seeded(fn):
+        def run(x):
+            ember.manual_seed(5)
+            return fn(x)
+        return run
+    fd_check(seeded(lambda x: Fe.dropout(x, 0.4)), arr(3, 4))
+    fd_check(seeded(lambda x: Fe.dropout2d(x, 0.5)), arr(2, 3, 2, 2))
+    fd_check(seeded(lambda x: Fe.alpha_dropout(x, 0.3, training=True)), arr(3, 4))
+    x = arr(3, 4)
+    x[np.abs(x) < 0.05] = 0.5
+    fd_check(seeded(lambda t: Fe.rrelu(t, training=True)), x)
+    fd_check(lambda t: Fe.rrelu(t), x)
+    gradgrad_check(seeded(lambda t: Fe.dropout(t, 0.4) ** 2), arr(2, 3))
