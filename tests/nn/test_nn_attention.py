@@ -167,3 +167,44 @@ def test_sdpa_fused_node_masked_rows_broadcast_and_gradgrad():
     # A float mask that requires grad takes the composite path and gets its gradient.
     check(lambda m, q, a: F(m).scaled_dot_product_attention(q, q, q, attn_mask=a),
           arr(2, 3, 4), arr(3, 3))
+
+
+@pytest.mark.parametrize("kw", [{}, {"norm_first": True, "batch_first": True}])
+def test_transformer_decoder_and_full_model(kw):
+    def build(nn):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, **kw),
+                                        2, norm=nn.LayerNorm(8))
+            full = nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, **kw)
+        return dec, full, [str(x.message) for x in w]
+
+    ed, ef, ew = build(ember.nn)
+    td, tf, tw = build(torch.nn)
+    assert ew == tw
+    assert_same_structure(ed, td)
+    assert_same_structure(ef, tf)
+    bf = kw.get("batch_first")
+    tgt, mem = (arr(2, 4, 8), arr(2, 5, 8)) if bf else (arr(4, 2, 8), arr(5, 2, 8))
+    causal = ember.nn.Transformer.generate_square_subsequent_mask(4)
+    t_causal = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    np.testing.assert_array_equal(causal.numpy(), t_causal.numpy())
+
+    def fwd(m, a, b):
+        return m(a, b, tgt_mask=causal if m in (ed, ef) else t_causal)
+
+    compare_layer(ed, td, tgt, mem, atol=1e-4, forward=fwd)
+    compare_layer(ef, tf, mem, tgt, atol=1e-4, forward=lambda m, s, t: m(
+        s, t, tgt_mask=causal if m is ef else t_causal))
+    with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal"):
+        ef(ember.zeros(3, 3, 8), ember.zeros(3, 3, 7))
+
+
+def test_transformer_default_init():
+    ember.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ember.nn.Transformer(16, 2, 1, 1, 32)
+    w = model.encoder.layers[0].linear1.weight.detach().numpy()  # (32, 16): xavier_uniform
+    bound = np.sqrt(6 / (16 + 32))
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound
