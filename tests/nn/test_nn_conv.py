@@ -200,11 +200,11 @@ def test_conv_layer_errors(kw, match, exc):
         ember.nn.Conv2d(3, 4, 3, **kw)
 
 
-def _cnn(nn):
+def _cnn(nn, p=0.25):
     return nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Dropout(0.25), nn.Linear(512, 10))
+        nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Dropout(p), nn.Linear(512, 10))
 
 
 def test_note_cnn_prints_and_trains_like_torch():
@@ -216,6 +216,9 @@ def test_note_cnn_prints_and_trains_like_torch():
     assert str(e) == str(t)
     # Eval mode (dropout off): same weights give the same outputs and gradients.
     compare_layer(e, t, arr(4, 1, 28, 28), train=False, atol=1e-4)
+    # Train mode without dropout: batch statistics, running-stat updates, all gradients.
+    e, t = _cnn(ember.nn, 0.0), _cnn(torch.nn, 0.0)
+    compare_layer(e, t, arr(4, 1, 28, 28), atol=1e-4)
 
 
 @settings(max_examples=15, deadline=None)
