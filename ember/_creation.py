@@ -298,7 +298,7 @@ def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None
 # --- ranges --------------------------------------------------------------------------------
 
 
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` up to (not including) ``end``; length ``ceil((end-start)/step)``.
 

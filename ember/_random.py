@@ -277,10 +277,14 @@ def _randint_array(g, low, high, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
     return g._randint(low, high, int(np.prod(shape))).reshape(shape).astype(dt.np)
 
 
-def randint(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
-            layout=None, device=None, requires_grad: bool = False,
+def randint(*args, low=None, high=None, size=None, generator: Generator | None = None,
+            out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
             pin_memory: bool = False) -> Tensor:
     """Integers from [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+    if low is not None:
+        args = (low, *args)
+    if high is not None:
+        args = (*args, high)
     if size is not None:
         args = (*args, size)
     if len(args) not in (2, 3):
@@ -333,7 +337,7 @@ def randn_like(input: Tensor, *, generator: Generator | None = None, dtype=None,
                  requires_grad=requires_grad)
 
 
-def randint_like(input: Tensor, low, high=None, *, generator: Generator | None = None,
+def randint_like(input: Tensor, low=0, high=None, *, generator: Generator | None = None,
                  dtype=None, layout=None, device=None, requires_grad: bool = False,
                  memory_format=None) -> Tensor:
     """``randint_like(x, high)`` or ``randint_like(x, low, high)``, shaped and typed like x."""

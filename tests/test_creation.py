@@ -172,6 +172,8 @@ def test_arange_matches_torch(args):
 
 def test_arange_other_forms_and_errors():
     same(lambda m: m.arange(m.tensor(3)))
+    same(lambda m: m.arange(end=3))
+    same(lambda m: m.arange(start=1, end=4))
     same(lambda m: m.arange(np.int64(3)))
     same(lambda m: m.arange(3.0).dtype)
     same(lambda m: m.arange(0, 10, -1), match="inconsistent with step sign")
@@ -260,6 +262,9 @@ RANDOM_CALLS = [
     lambda m: m.rand(2, 3, generator=m.Generator().manual_seed(0)),
     lambda m: m.ones(3).uniform_(-1, 1), lambda m: m.ones(3).normal_(0, 2),
     lambda m: m.ones(3).bernoulli_(0.5), lambda m: m.ones(3, dtype=m.int64).random_(0, 10),
+    lambda m: m.randint(high=10, size=(3,)), lambda m: m.randint(low=2, high=10, size=(3,)),
+    lambda m: m.randint(2, high=10, size=(3,)), lambda m: m.randint_like(m.ones(2), high=3),
+    lambda m: m.randperm(n=3), lambda m: m.normal(mean=0.0, std=1.0, size=(2,)),
 ]
 
 
