@@ -221,11 +221,21 @@ def fan_out_hook_sees_summed_grad(lib, log):
     log.append(_r(x.grad))
 
 
+def captured_node_that_also_runs(lib, log):
+    """autograd.grad w.r.t. h and x: h's node runs, so its hook fires once, after capture."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    h.register_hook(lambda g: log.append(("h", _r(g))) or g * 10)
+    gh, gx = lib.autograd.grad((h * h).sum(), [h, x])
+    log.append((_r(gh), _r(gx)))
+
+
 SCENARIOS = [leaf_hooks, nonleaf_full_order, retain_before_hook, hooks_with_autograd_grad,
              prehook_and_posthook_replace, removal, branching_order, two_leaves_accumulate_order,
              multi_output_node, hook_added_during_backward, retain_grad_accumulates,
              many_leaves_ready_together, retain_grad_vs_node_prehook, hooks_with_backward_inputs,
-             posthook_sees_unbroadcast_grads, fan_out_hook_sees_summed_grad]
+             posthook_sees_unbroadcast_grads, fan_out_hook_sees_summed_grad,
+             captured_node_that_also_runs]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)

@@ -125,7 +125,7 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
             outs = ()
             if buf is not None:
                 if capture:
-                    _capture(node, buf, capture, results)
+                    _capture(node, buf, capture, results, node in runs)
                 if runs is None or node in runs:
                     try:
                         outs = _run_node(node, buf)
@@ -185,12 +185,15 @@ def _captures(inputs, accumulate: bool) -> dict:
     return capture
 
 
-def _capture(node, buf, capture, results) -> None:
+def _capture(node, buf, capture, results, will_run: bool) -> None:
+    """Record gradients for ``autograd.grad``'s inputs. As in torch, tensor hooks apply to the
+    captured value only when the node will not run (otherwise they run once, in the node)."""
     for nr, g in enumerate(buf):
         idx = capture.get((node, nr))
         if idx is not None and g is not None:
-            g = _apply_tensor_hooks(node, nr, g)
-            buf[nr] = g
+            if not will_run:
+                g = _apply_tensor_hooks(node, nr, g)
+                buf[nr] = g
             if graph.TRACE[0] is not None:
                 graph.TRACE[0].capture(node, nr, g)
             for i in idx:
