@@ -407,3 +407,18 @@ def test_saved_attributes_on_nodes_like_torch():
             out.append("AttributeError")
         return out
     _same(run)
+
+
+def test_backward_create_graph_warns_once_like_torch():
+    import warnings
+
+    def run(lib):
+        lib.autograd._WARNED_CREATE_GRAPH.clear() if lib is ember else None
+        x = lib.ones(2, requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            (x * x).sum().backward(create_graph=True)
+            (x * x).sum().backward(create_graph=True)
+        return [str(m.message)[:60] for m in w if "reference cycle" in str(m.message)]
+    e = run(ember)
+    assert len(e) == 1 and e[0].startswith("Using backward() with create_graph=True")

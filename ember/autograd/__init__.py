@@ -41,7 +41,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     ins = _seq(inputs) if inputs is not None else None
     if ins is not None and not ins:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    if create_graph and not _WARNED_CREATE_GRAPH:
+        import warnings
+
+        _WARNED_CREATE_GRAPH.append(True)  # torch warns once per process
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after use "
+            "to break the cycle and avoid the leak.", UserWarning, stacklevel=2)
     run_backward(tensors, grads, retain_graph, create_graph, inputs=ins, accumulate=True)
+
+
+_WARNED_CREATE_GRAPH: list = []
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
