@@ -50,7 +50,7 @@ class _Norm(Op):
             mean, var = stats
             invstd = 1.0 / np.sqrt(var + np.asarray(eps, dtype=x.dtype))
             y = xg - mean
-        if gshape is None and ashape is not None and sdims == geom[3]:
+        if gshape is None and sdims == geom[3]:
             # Per-channel affine (batch norm): fold invstd into the scale, two passes.
             y *= invstd * w.reshape(ashape)
         else:
