@@ -241,8 +241,13 @@ def once_differentiable(fn):
     return wrapper
 
 
+class _ErrorNode(BackwardCFunction):
+    __repr__ = Node.__repr__  # a built-in node in torch: <Error object at ...>
+
+
 class _DelayedError(Function):
     node_name = "Error"
+    _node_base = _ErrorNode
 
     @staticmethod
     def forward(ctx, *grads):
