@@ -10,6 +10,8 @@ crops), ``groups``; ``ConvTranspose`` also takes ``out_size``, ``ConvWeight`` ``
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -292,7 +294,10 @@ def _conv_padding(padding, nd: int, stride, dil, ksize) -> tuple:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
         if any(s != 1 for s in stride):
             raise RuntimeError("padding='same' is not supported for strided convolutions")
-        # An odd total pads one more on the right, as torch does.
+        # An odd total pads one more on the right, as torch does (and warns).
+        if any(d * (k - 1) % 2 for d, k in zip(dil, ksize)):
+            warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "
+                          "require a zero-padded copy of the input be created", stacklevel=4)
         return tuple((d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
                      for d, k in zip(dil, ksize))
     p = _tuple(padding, nd)
