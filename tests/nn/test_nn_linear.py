@@ -300,3 +300,51 @@ def test_random_layers_fd_with_fixed_seed():
     fd_check(seeded(lambda t: Fe.rrelu(t, training=True)), x)
     fd_check(lambda t: Fe.rrelu(t), x)
     gradgrad_check(seeded(lambda t: Fe.dropout(t, 0.4) ** 2), arr(2, 3))
+
+
+BAG_IDX = np.array([1, 2, 4, 5, 4, 3, 0, 9], dtype=np.int64)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("kw", [{}, {"padding_idx": 4}, {"include_last_offset": True}])
+def test_embedding_bag_offsets(mode, kw):
+    # With include_last_offset the last offset closes the last bag (torch's own results are
+    # inconsistent between forward and backward when it does not equal len(input)).
+    offsets = np.array([0, 2, 2, 5] + ([8] if kw.get("include_last_offset") else []),
+                       dtype=np.int64)
+    e = ember.nn.EmbeddingBag(10, 3, mode=mode, **kw)
+    t = torch.nn.EmbeddingBag(10, 3, mode=mode, **kw)
+    assert_same_structure(e, t)
+
+    def fwd(layer):
+        lib = ember if isinstance(layer, ember.nn.Module) else torch
+        return layer(lib.tensor(BAG_IDX), lib.tensor(offsets))
+    compare_layer(e, t, forward=fwd)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_2d_and_weights(mode):
+    idx = _ints(4, 3)
+    check(lambda m, w: m.nn.functional.embedding_bag(m.tensor(idx), w, mode=mode), arr(10, 5))
+    if mode == "sum":
+        check(lambda m, w, psw: m.nn.functional.embedding_bag(
+            m.tensor(BAG_IDX), w, m.tensor([0, 3]), mode="sum", per_sample_weights=psw),
+            arr(10, 5), arr(8))
+    fd_check(lambda w: ember.nn.functional.embedding_bag(ember.tensor(idx), w, mode=mode),
+             arr(10, 2))
+
+
+def test_embedding_bag_errors():
+    eb = ember.nn.functional.embedding_bag
+    tb = torch.nn.functional.embedding_bag
+    w = arr(10, 3)
+    for kw in [dict(input=np.array([[1, 2]]), offsets=np.array([0])),
+               dict(input=np.array([1, 2]), offsets=None),
+               dict(input=np.array([1, 2]), offsets=np.array([1])),
+               dict(input=np.array([1, 2]), offsets=np.array([0]), mode="max",
+                    per_sample_weights=np.ones(2, np.float32)),
+               dict(input=np.array([1, 2]), offsets=np.array([0]), mode="foo")]:
+        def call(m, fn, kw=kw):
+            args = {k: (m.tensor(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+            return fn(weight=m.tensor(w), **args)
+        check_error(lambda m, kw=kw, call=call: call(m, eb if m is ember else tb))

@@ -94,4 +94,89 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
                            scale_grad_by_freq=scale_grad_by_freq)
 
 
-__all__ = ["embedding"]
+def _bags(input: Tensor, offsets, include_last_offset: bool):
+    """Flat indices and each position's bag id (bags from rows of a 2-D input or offsets)."""
+    idx = input._data
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is "
+                             "a mini-batch of fixed length sequences. However, found offsets of "
+                             f"type {_typename(offsets)}")
+        n_bags, length = idx.shape
+        return idx.reshape(-1), np.repeat(np.arange(n_bags), length), n_bags
+    if idx.ndim != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{idx.ndim}")
+    if offsets is None or offsets.ndim != 1:
+        got = None if offsets is None else offsets.ndim
+        raise ValueError(f"offsets has to be a 1D Tensor but got {got}")
+    off = offsets._data.astype(np.int64)
+    if off.size and off[0] != 0:
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                           f"has to start from position 0. However, got {int(off[0])}")
+    starts = off[:-1] if include_last_offset else off
+    ends = np.append(starts[1:], off[-1] if include_last_offset else idx.size)
+    lengths = np.maximum(ends - starts, 0)
+    bag = np.repeat(np.arange(starts.size), lengths)
+    # Bags are consecutive slices from 0; indices past the last offset belong to no bag.
+    return idx[:bag.size], bag, starts.size
+
+
+def _typename(obj) -> str:
+    return "<class 'torch.Tensor'>" if isinstance(obj, Tensor) else str(type(obj))
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxes of bags of embeddings (bags: rows of 2-D input, or offsets)."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. "
+                                  "per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    flat, bag, n_bags = _bags(input, offsets, include_last_offset)
+    n = weight.shape[0]
+    if padding_idx is not None:
+        padding_idx = padding_idx % n
+    keep = flat != padding_idx if padding_idx is not None else np.ones(flat.shape, bool)
+    rows = embedding(Tensor._make(flat), weight, None, max_norm, norm_type, scale_grad_by_freq)
+    dt = weight._data.dtype
+    if mode == "max":
+        return _bag_max(rows, bag, keep, n_bags)
+    # Sum and mean as one GEMM with a (bags x positions) matrix of per-position weights.
+    mix = np.zeros((n_bags, flat.size), dtype=dt)
+    mix[bag, np.arange(flat.size)] = keep
+    if mode == "mean":
+        counts = mix.sum(1, keepdims=True)
+        mix = np.divide(mix, counts, out=np.zeros_like(mix), where=counts > 0)
+    m = Tensor._make(mix)
+    if per_sample_weights is not None:
+        m = m * per_sample_weights.reshape(1, -1)
+    return m.mm(rows)
+
+
+def _bag_max(rows: Tensor, bag: np.ndarray, keep: np.ndarray, n_bags: int) -> Tensor:
+    """Per bag and feature, the row holding the maximum (empty bags give zeros)."""
+    r = rows._data
+    d = r.shape[1]
+    best = np.full((n_bags, d), -np.inf)
+    np.maximum.at(best, bag[keep], r[keep])
+    hit = (r == best[bag]) & keep[:, None]
+    # The first position per (bag, feature) that attains the max.
+    pos = np.where(hit, np.arange(r.shape[0])[:, None], r.shape[0])
+    first = np.full((n_bags, d), r.shape[0])
+    np.minimum.at(first, bag, pos)
+    empty = first == r.shape[0]
+    padded = rows.new_zeros((1, d))
+    from ember.ops.joining import cat
+
+    table = cat([rows, padded], 0)
+    return table[first, np.broadcast_to(np.arange(d), first.shape)] * \
+        Tensor._make((~empty).astype(r.dtype))
+
+
+__all__ = ["embedding", "embedding_bag"]
