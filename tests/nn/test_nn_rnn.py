@@ -128,3 +128,13 @@ def test_lstm_cell_fd_and_gradgrad():
     fd_check(fn, *args)
     gradgrad_check(fn, *args)
     fd_check(lambda x, h, c: cell(x, (h, c))[1], *args)  # only c used: h's grad is None
+
+
+def test_gru_cell_fd_and_gradgrad():
+    from oracle import fd_check, gradgrad_check
+
+    ember.manual_seed(0)
+    cell = ember.nn.GRUCell(3, 2, dtype=ember.float64)
+    args = (arr(2, 3), arr(2, 2))
+    fd_check(lambda x, h: cell(x, h), *args)
+    gradgrad_check(lambda x, h: cell(x, h), *args)

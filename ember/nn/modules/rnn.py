@@ -78,13 +78,46 @@ def _lstm_cell(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh, w_hr=No
     return h, c
 
 
+class GRUCellFused(Op):
+    """The GRU gate math as one node: (input projection, hidden projection, h) -> h'.
+
+    Backward recomputes the gates with ember ops under create_graph, else reuses them.
+    """
+
+    node_name = "GRUCellBackward0"
+    saves = (0, 1, 2)
+
+    @staticmethod
+    def forward(ctx, xp, hp, h):
+        xr, xz, xn = np.split(xp, 3, axis=-1)
+        hr, hz, hn = np.split(hp, 3, axis=-1)
+        r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
+        n = np.tanh(xn + r * hn)
+        ctx.acts = (r, z, n)
+        return n + z * (h - n)  # (1 - z) * n + z * h
+
+    @staticmethod
+    def backward(ctx, g):
+        xp, hp, h = ctx.saved_tensors
+        hn = hp.chunk(3, -1)[2]
+        if STATE.enabled:
+            xr, xz, xn = xp.chunk(3, -1)
+            hr, hz, _ = hp.chunk(3, -1)
+            r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
+            n = (xn + r * hn).tanh()
+        else:
+            r, z, n = (Tensor._make(a) for a in ctx.acts)
+        dn = g * (1 - z) * (1 - n * n)
+        dr = dn * hn * r * (1 - r)
+        dz = g * (h - n) * z * (1 - z)
+        need = ctx.needs_input_grad
+        return (cat([dr, dz, dn], -1) if need[0] else None,
+                cat([dr, dz, dn * r], -1) if need[1] else None,
+                g * z if need[2] else None)
+
+
 def _gru_cell(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh) -> Tensor:
-    xr, xz, xn = x_proj.chunk(3, -1)
-    hr, hz, hn = linear(h, w_hh, b_hh).chunk(3, -1)
-    r = (xr + hr).sigmoid()
-    z = (xz + hz).sigmoid()
-    n = (xn + r * hn).tanh()
-    return n + z * (h - n)  # (1 - z) * n + z * h
+    return GRUCellFused.apply(x_proj, linear(h, w_hh, b_hh), h)
 
 
 class RNNBase(Module):
