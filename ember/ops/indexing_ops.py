@@ -10,7 +10,7 @@ from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops._promote import cast
 from ember.ops.indexing import IndexGrad, _parse
-from ember.ops.indexing_setitem import _value, write_at
+from ember.ops.indexing_setitem import IndexPut, _value, write_at
 from ember.ops.inplace import apply_inplace
 
 
@@ -438,14 +438,18 @@ def take(x: Tensor, index: Tensor) -> Tensor:
     return Take.apply(x, index=_flat_index(x, index))
 
 
+class Put(IndexPut):
+    node_name = "PutBackward0"
+
+
 def put_(x: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """Write ``source`` into the flattened ``x`` at ``index`` (``+=`` with accumulate)."""
     idx = _flat_index(x, index) % max(x._data.size, 1)
-    adv = dict(enumerate(np.unravel_index(idx.reshape(-1), x._data.shape))) if x.ndim else {}
     v = _value(x, source).reshape(-1)
-    if not adv:
-        return write_at(x, (), {}, v.reshape(()), accumulate=accumulate)
-    return write_at(x, (), adv, v, accumulate=accumulate)
+    if not x.ndim:
+        return write_at(x, (), {}, v.reshape(()), accumulate=accumulate, op=Put)
+    adv = dict(enumerate(np.unravel_index(idx.reshape(-1), x._data.shape)))
+    return write_at(x, (), adv, v, accumulate=accumulate, op=Put)
 
 
 def put(x: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:

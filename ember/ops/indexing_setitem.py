@@ -85,8 +85,9 @@ def _value(x: Tensor, value) -> Tensor:
 
 
 def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = False,
-             copy_slices: bool = False) -> Tensor:
-    """Write ``v`` into ``x[steps][adv]`` in place, recording the write for autograd."""
+             copy_slices: bool = False, op=None) -> Tensor:
+    """Write ``v`` into ``x[steps][adv]`` in place, recording the write for autograd (as ``op``,
+    by default IndexPut, or CopySlices for a basic key when ``copy_slices``)."""
     from ember.ops.inplace import check_inplace
 
     key = (steps, _adv_key(adv))
@@ -108,7 +109,8 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
     # torch: a write through a view of x (any basic step) rebases x onto CopySlices.
-    op = CopySlices if copy_slices and (steps or not adv) else IndexPut
+    if op is None:
+        op = CopySlices if copy_slices and (steps or not adv) else IndexPut
     res = op.apply(src, v, key=key, accumulate=accumulate)
     x._grad_fn, x._output_nr, x._rg = res._grad_fn, 0, True
     x._vc[0] += 1
