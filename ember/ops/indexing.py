@@ -148,8 +148,7 @@ def _index_array(k):
     return a
 
 
-def _parse(shape: tuple, key) -> tuple:
-    """Torch's reading of ``key``: (basic steps, advanced index dict {dim: array}, any ints)."""
+def _as_tuple(key) -> tuple:
     if type(key) is list and len(key) < 32 and any(
             k is None or k is Ellipsis or isinstance(k, list | tuple | slice | Tensor | np.ndarray)
             for k in key):
@@ -157,22 +156,22 @@ def _parse(shape: tuple, key) -> tuple:
             "Using a non-tuple sequence for multidimensional indexing is deprecated and will be "
             "changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this "
             "will be interpreted as tensor index, x[torch.tensor(seq)], which will result either "
-            "in an error or a different result", UserWarning, stacklevel=3)
-        key = tuple(key)  # torch (like old NumPy) reads [[0, 1], [2, 3]] as x[[0, 1], [2, 3]]
-    elif not isinstance(key, tuple):
-        key = (key,)
-    items = []
-    used = 0
+            "in an error or a different result", UserWarning, stacklevel=4)
+        return tuple(key)  # torch (like old NumPy) reads [[0, 1], [2, 3]] as x[[0, 1], [2, 3]]
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _items(key: tuple) -> tuple:
+    """Normalised key items (0-d tensors become ints / bools) and how many dims they index."""
+    items, used = [], 0
     for k in key:
         if k is None or k is Ellipsis or isinstance(k, bool | slice):
             items.append(k)
             used += type(k) is slice
-            continue
-        if isinstance(k, int | np.integer):
+        elif isinstance(k, int | np.integer):
             items.append(int(k))
             used += 1
-            continue
-        if isinstance(k, Tensor | np.ndarray | list | tuple):
+        elif isinstance(k, Tensor | np.ndarray | list | tuple):
             a = _index_array(k)
             if a.ndim == 0:
                 items.append(bool(a) if a.dtype == np.bool_ else int(a))
@@ -180,36 +179,33 @@ def _parse(shape: tuple, key) -> tuple:
             else:
                 items.append(a)
                 used += a.ndim if a.dtype == np.bool_ else 1
-            continue
-        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
-                         f"Variables are valid indices (got {type(k).__name__})")
+        else:
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             f"byte Variables are valid indices (got {type(k).__name__})")
+    return items, used
+
+
+def _parse(shape: tuple, key) -> tuple:
+    """Torch's reading of ``key``: (basic steps, advanced index dict {dim: array}, any ints)."""
+    items, used = _items(_as_tuple(key))
     ndim = len(shape)
     if used > ndim:
-        if ndim == 0:
-            raise IndexError(_ZERO_DIM)
-        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+        raise IndexError(_ZERO_DIM if ndim == 0 else
+                         f"too many indices for tensor of dimension {ndim}")
     shape = list(shape)
     steps, adv, ints, dim, seen_ellipsis = [], {}, False, 0, False
     for k in items:
-        if k is None:
+        if k is None or isinstance(k, bool):
             steps.append((2, dim, None))
             shape.insert(dim, 1)
+            if k is not None:  # x[True] / x[False]: a new dim indexed by [0] / []
+                adv[dim] = np.zeros(1 if k else 0, np.int64)
             dim += 1
         elif k is Ellipsis:
-            if not seen_ellipsis:
-                dim += ndim - used
+            dim += 0 if seen_ellipsis else ndim - used
             seen_ellipsis = True
-        elif isinstance(k, bool):
-            steps.append((2, dim, None))
-            shape.insert(dim, 1)
-            adv[dim] = np.zeros(1 if k else 0, np.int64)
-            dim += 1
         elif isinstance(k, int):
-            size = shape[dim]
-            if not -size <= k < size:
-                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
-                                 f"{size}")
-            steps.append((0, dim, k % size))
+            steps.append((0, dim, _wrap_index(k, shape[dim], dim)))
             del shape[dim]
         elif isinstance(k, slice):
             if k.step is not None and int(k.step) <= 0:
@@ -219,24 +215,40 @@ def _parse(shape: tuple, key) -> tuple:
                 shape[dim] = len(range(*k.indices(shape[dim])))
             dim += 1
         elif k.dtype == np.bool_:
-            here = tuple(shape[dim:dim + k.ndim])
-            if k.shape != here:
-                bad = next(i for i, (a, b) in enumerate(zip(k.shape, here)) if a != b)
-                raise IndexError(f"The shape of the mask {list(k.shape)} at index {bad} does not "
-                                 f"match the shape of the indexed tensor {list(shape)} at index "
-                                 f"{dim + bad}")
+            _check_mask(k, shape, dim)
             for j, nz in enumerate(np.nonzero(k)):
                 adv[dim + j] = nz
             dim += k.ndim
         else:
-            size = shape[dim]
-            if k.size and (k.max() >= size or k.min() < -size):
-                bad = int(k.max() if k.max() >= size else k.min())
-                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size "
-                                 f"{size}")
+            _check_array(k, shape[dim], dim)
             adv[dim] = k.astype(np.int64, copy=False)
             ints = True
             dim += 1
+    _check_broadcast(adv)
+    return tuple(steps), adv, ints
+
+
+def _wrap_index(k: int, size: int, dim: int) -> int:
+    if not -size <= k < size:
+        raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
+    return k % size
+
+
+def _check_mask(k: np.ndarray, shape: list, dim: int) -> None:
+    here = tuple(shape[dim:dim + k.ndim])
+    if k.shape != here:
+        bad = next(i for i, (a, b) in enumerate(zip(k.shape, here)) if a != b)
+        raise IndexError(f"The shape of the mask {list(k.shape)} at index {bad} does not match "
+                         f"the shape of the indexed tensor {list(shape)} at index {dim + bad}")
+
+
+def _check_array(k: np.ndarray, size: int, dim: int) -> None:
+    if k.size and (k.max() >= size or k.min() < -size):
+        bad = int(k.max() if k.max() >= size else k.min())
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _check_broadcast(adv: dict) -> None:
     if len(adv) > 1:
         try:
             np.broadcast_shapes(*(a.shape for a in adv.values()))
@@ -244,7 +256,6 @@ def _parse(shape: tuple, key) -> tuple:
             shapes = ", ".join(str(list(a.shape)) for a in adv.values())
             raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
                              f"with shapes {shapes}") from None
-    return tuple(steps), adv, ints
 
 
 def _adv_key(adv: dict):
