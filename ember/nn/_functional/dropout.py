@@ -24,8 +24,8 @@ def _masked(input: Tensor, p: float, mask_shape: tuple, inplace: bool) -> Tensor
     if p == 1.0:
         mask = np.zeros(mask_shape, dtype=dt)
     else:
-        keep = rng(None).random(mask_shape, dtype=np.float64) >= p
-        mask = keep.astype(dt) * np.asarray(1.0 / (1.0 - p), dtype=dt)
+        keep = rng(None).random(mask_shape, dtype=np.float32) >= p
+        mask = np.multiply(keep, np.asarray(1.0 / (1.0 - p), dtype=dt), dtype=dt)
     m = Tensor._make(mask)
     if inplace:
         return apply_inplace(input, lambda t: t * m)
