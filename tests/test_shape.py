@@ -275,3 +275,19 @@ def test_copy_errors():
     check_error(lambda m, x: x.rot90(1, (0,)), arr(3, 3), match="total rotation dims == 2")
     check_error(lambda m, x: x.roll(0, 0), arr(), match="no dimensions")
     check_error(lambda m, x: x.diag_embed(), arr(), match="Dimension out of range")
+
+
+def test_block_diag_cartesian_prod_tri_indices():
+    for fn in (lambda m, a, b, c: m.block_diag(a, b, c), lambda m, a, b, c: m.block_diag(c)):
+        eo, to = check(fn, arr(2), arr(2, 3), arr())
+        assert eo.grad_fn.name() == to.grad_fn.name()
+    fd_check(lambda a, b: ember.block_diag(a, b), arr(2), arr(2, 3))
+    check(lambda m, a, b: m.block_diag(a, b), arr(2, dtype="int64"), arr(1, 2))
+    check(lambda m: m.block_diag())
+    eo, to = check(lambda m, a, b: m.cartesian_prod(a, b), arr(2), arr(3))
+    assert eo.grad_fn.name() == to.grad_fn.name()
+    check(lambda m, a: m.cartesian_prod(a), arr(3))
+    check_error(lambda m, a: m.block_diag(a), arr(1, 1, 1), match="2 or fewer dimensions")
+    for args in ((3, 4, 1), (3, 3, -1), (0, 2), (4, 2, -5)):
+        check(lambda m, args=args: m.triu_indices(*args))
+        check(lambda m, args=args: m.tril_indices(*args, dtype=m.int32))

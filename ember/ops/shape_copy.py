@@ -290,9 +290,83 @@ def trace(x: Tensor) -> Tensor:
     return Trace.apply(x)
 
 
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
+                 layout=None) -> Tensor:
+    """The (2, N) coordinates of the lower triangle of a row x col matrix, row-major."""
+    return _tri_indices(np.tril_indices(row, offset, col), dtype)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
+                 layout=None) -> Tensor:
+    """The (2, N) coordinates of the upper triangle of a row x col matrix, row-major."""
+    return _tri_indices(np.triu_indices(row, offset, col), dtype)
+
+
+def _tri_indices(idx: tuple, dtype) -> Tensor:
+    from ember import _dtype
+
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    return Tensor._make(np.stack(idx).astype(dt.np).reshape(2, -1))
+
+
+class BlockDiag(Op):
+    node_name = "BlockDiagBackward0"
+
+    @staticmethod
+    def forward(ctx, *arrays):
+        ctx.shapes = [a.shape for a in arrays]
+        mats = [a.reshape(1, -1) if a.ndim < 2 else a for a in arrays]
+        out = np.zeros((sum(m.shape[0] for m in mats), sum(m.shape[1] for m in mats)),
+                       arrays[0].dtype)
+        r = c = 0
+        for m in mats:
+            out[r:r + m.shape[0], c:c + m.shape[1]] = m
+            r, c = r + m.shape[0], c + m.shape[1]
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, r, c = [], 0, 0
+        for shape, need in zip(ctx.shapes, ctx.needs_input_grad):
+            h, w = shape if len(shape) == 2 else (1, int(np.prod(shape)))
+            out.append(g[r:r + h, c:c + w].reshape(shape) if need else None)
+            r, c = r + h, c + w
+        return tuple(out)
+
+
+def block_diag(*tensors) -> Tensor:
+    """A block-diagonal matrix of 0-, 1- and 2-D tensors (1-D ones as rows)."""
+    from ember import _dtype
+    from ember.ops._promote import cast
+
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {i} has {t.ndim} dimensions")
+    if not tensors:
+        return Tensor._make(np.zeros((1, 0), _dtype.get_default_dtype().np))
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = _dtype.promote_types(dt, t.dtype)
+    return BlockDiag.apply(*[cast(t, dt) for t in tensors])
+
+
+def cartesian_prod(*tensors) -> Tensor:
+    """All combinations of the elements of 1-D tensors, one per row."""
+    from ember.ops.joining import meshgrid, stack
+
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    return stack([g.flatten() for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
 METHODS = {
     "repeat": repeat, "tile": tile, "repeat_interleave": repeat_interleave, "flip": flip,
     "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu,
     "diag": diag, "diag_embed": diag_embed, "trace": trace, "rot90": rot90,
 }
-FUNCTIONS = dict(METHODS)
+FUNCTIONS = dict(METHODS, tril_indices=tril_indices, triu_indices=triu_indices,
+                 block_diag=block_diag, cartesian_prod=cartesian_prod)
