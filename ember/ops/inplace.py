@@ -7,13 +7,15 @@ saved copy of the old value is detected at backward.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.autograd.graph import OUT
+from ember.autograd.graph import OUT, SAVED_HOOKS
 from ember.ops._promote import float_arg, scalar_array
 from ember.ops.pointwise import QualifiedNode
 from ember.ops.pointwise_math import AcoshInplace, AsinhInplace, AtanhInplace
@@ -55,11 +57,14 @@ def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
     if x._base is not None and (x._rg or not x._base._rg):  # a view: torch's CopySlices rebase
         from ember.ops.indexing import inplace_on_view
         return inplace_on_view(x, fn, _write, *args, **kwargs)
-    # A snapshot holding x's old values at x's place in the graph, so that a backward that
-    # needs the old input still finds it.
-    src = Tensor._make(x._data.copy(), x._grad_fn, x._output_nr)
+    # x's old value at x's place in the graph. It shares x's storage while fn runs; if fn saved
+    # it for backward (or a saved-tensor hook may hold its array), it gets a private copy before
+    # x is overwritten, so relu_, exp_, add_(scalar), ... copy nothing.
+    src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
     r = fn(src, *args, **kwargs)
+    if sys.getrefcount(src) > 2 or SAVED_HOOKS:
+        src._data = src._data.copy()
     _write(x, r)
     node = r._grad_fn
     x._grad_fn, x._output_nr, x._rg = node, r._output_nr, r._rg
