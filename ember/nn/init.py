@@ -186,8 +186,50 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     return _fill(tensor, (q * gain).reshape(_shape(tensor)))
 
 
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """N(0, std^2) entries with a fraction ``sparsity`` of each column set to zero."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = _shape(tensor)
+    num_zeros = math.ceil(sparsity * rows)
+    g = _rng(generator)
+    values = g.normal(0.0, std, size=(rows, cols))
+    # An independent random choice of zeroed rows per column.
+    zero_rows = np.argsort(g.random((rows, cols)), axis=0)[:num_zeros]
+    values[zero_rows, np.arange(cols)] = 0
+    return _fill(tensor, values)
+
+
+def _make_deprecate(meth):
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+                      FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__name__ = old_name
+    deprecated_init.__doc__ = f"Deprecated alias of ``{new_name}``."
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
+
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
     "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-    "kaiming_normal_", "orthogonal_",
+    "kaiming_normal_", "orthogonal_", "sparse_", "uniform", "normal", "constant", "eye", "dirac",
+    "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal",
+    "sparse",
 ]

@@ -134,3 +134,15 @@ def test_float64_parameters_stay_float64():
     t = ember.empty(4, 4, dtype=ember.float64)
     init.xavier_uniform_(t)
     assert t.dtype == ember.float64
+
+
+def test_sparse_and_deprecated_aliases():
+    v = _stats(lambda t: init.sparse_(t, 0.25, std=0.5))
+    assert ((v == 0).sum(0) == math.ceil(0.25 * SHAPE[0])).all()
+    nz = v[v != 0]
+    np.testing.assert_allclose(nz.std(), 0.5, rtol=0.03)
+    with pytest.warns(FutureWarning, match=r"`nn.init.normal` is now deprecated in favor of "
+                                           r"`nn.init.normal_`."):
+        init.normal(ember.empty(3))
+    with pytest.warns(FutureWarning, match="xavier_uniform_"):
+        init.xavier_uniform(ember.empty(3, 4))
