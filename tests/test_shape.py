@@ -291,3 +291,20 @@ def test_block_diag_cartesian_prod_tri_indices():
     for args in ((3, 4, 1), (3, 3, -1), (0, 2), (4, 2, -5)):
         check(lambda m, args=args: m.triu_indices(*args))
         check(lambda m, args=args: m.tril_indices(*args, dtype=m.int32))
+
+
+@pytest.mark.parametrize("args", [((3, 2), (1, 1)), ((2, 2), (3, 1), 1), ((2,), (0,)),
+                                  ((2, 3), (1, 2)), ((0, 3), (1, 1))])
+def test_as_strided(args):
+    eo, to = check(lambda m, x: x.as_strided(*args), arr(6))
+    assert eo.grad_fn.name() == to.grad_fn.name()
+    fd_check(lambda x: ember.as_strided(x, *args), arr(6))
+    gradgrad_check(lambda x: ember.as_strided(x, *args) ** 2, arr(6))
+
+
+def test_as_strided_shares_memory_and_errors():
+    x = ember.zeros(6)
+    y = x.as_strided((2, 2), (3, 1))
+    y[1, 1] = 7.0
+    assert x[4].item() == 7.0 and x._version == y._version
+    check_error(lambda m, x: x.as_strided((10, 10), (1, 1)), arr(6), match="out of bounds")

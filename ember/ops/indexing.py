@@ -12,12 +12,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.ops.shape import Alias, Unsqueeze
+from ember.ops.shape_strided import region_view
 
 _ZERO_DIM = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
@@ -27,11 +27,7 @@ def _np_steps(a: np.ndarray, steps: tuple) -> np.ndarray:
     """Apply parsed basic steps (select / slice / unsqueeze) to an array: always a view."""
     for kind, dim, arg in steps:
         if kind == 3:  # a region of the flat array (a write through a view of a base)
-            off, shape, strides = arg
-            # ascontiguousarray: a view for the contiguous arrays written to, a copy for
-            # strided inputs (reshape(-1) of an all-0-stride array would keep stride 0)
-            flat = np.ascontiguousarray(a).reshape(-1)
-            a = as_strided(flat[off:], shape, tuple(s * a.itemsize for s in strides))
+            a = region_view(a, arg)
         elif kind == 2:
             a = np.expand_dims(a, dim)
         else:

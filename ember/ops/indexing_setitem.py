@@ -12,7 +12,8 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.ops.indexing import Index, IndexGrad, ZeroAt, _adv_key, _np_steps, _parse
+from ember.ops.indexing import Index, ZeroAt, _adv_key, _np_steps, _parse
+from ember.ops.shape_strided import AsStrided
 
 
 def _assign(target: np.ndarray, adv, v: np.ndarray, accumulate: bool = False) -> None:
@@ -156,22 +157,6 @@ def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv, v: Tensor,
     view = AsStrided.apply(base, region=region)
     x._grad_fn, x._output_nr, x._rg = view._grad_fn, 0, True
     return x
-
-
-class AsStrided(Op):
-    """A view of ``x`` given by (offset, shape, strides) in elements."""
-
-    node_name = "AsStridedBackward0"
-    view = True
-
-    @staticmethod
-    def forward(ctx, x, region=None):
-        ctx.shape, ctx.step = x.shape, (3, None, region)
-        return _np_steps(x, (ctx.step,))
-
-    @staticmethod
-    def backward(ctx, g):
-        return IndexGrad.apply(g, key=((ctx.step,), None), shape=ctx.shape)
 
 
 def setitem(x: Tensor, key, value) -> None:

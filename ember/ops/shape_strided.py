@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
+from numpy.lib.stride_tricks import as_strided as np_as_strided
 
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
@@ -18,7 +18,7 @@ def _diag_view(x: np.ndarray, offset: int, d1: int, d2: int) -> np.ndarray:
     if n == 0:
         return np.empty((*y.shape[:-2], 0), x.dtype)
     start = y[..., 0, offset] if offset >= 0 else y[..., -offset, 0]
-    return as_strided(start, shape=(*start.shape, n),
+    return np_as_strided(start, shape=(*start.shape, n),
                       strides=(*start.strides, y.strides[-2] + y.strides[-1]),
                       writeable=x.flags.writeable)
 
@@ -77,7 +77,7 @@ class Unfold(Op):
         shape = (*x.shape[:dim], n, *x.shape[dim + 1:], size)
         st = x.strides
         strides = (*st[:dim], st[dim] * step, *st[dim + 1:], st[dim])
-        return as_strided(x, shape=shape, strides=strides, writeable=x.flags.writeable)
+        return np_as_strided(x, shape=shape, strides=strides, writeable=x.flags.writeable)
 
     @staticmethod
     def backward(ctx, g):
@@ -122,5 +122,78 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
     return Unfold.apply(x, dim=d, size=int(size), step=int(step))
 
 
-METHODS = {"diagonal": diagonal, "unfold": unfold}
-FUNCTIONS = {"diagonal": diagonal}
+def region_view(a: np.ndarray, region: tuple) -> np.ndarray:
+    """Elements (offset, shape, strides) of the C-ordered ``a``: a view when ``a`` is contiguous
+    (the arrays written to), else a view of a contiguous copy (``reshape(-1)`` of an all-0-stride
+    array would keep stride 0)."""
+    off, shape, strides = region
+    flat = np.ascontiguousarray(a).reshape(-1)
+    return np_as_strided(flat[off:], shape, tuple(s * a.itemsize for s in strides))
+
+
+def _region_index(region: tuple) -> np.ndarray:
+    off, shape, strides = region
+    idx = np.asarray(off, dtype=np.int64)
+    for k, (n, st) in enumerate(zip(shape, strides)):
+        idx = idx + (np.arange(n, dtype=np.int64) * st).reshape(
+            (1,) * k + (n,) + (1,) * (len(shape) - k - 1))
+    return idx
+
+
+class AsStrided(Op):
+    """A view of ``x`` given by (offset, shape, strides) in elements of ``x``."""
+
+    node_name = "AsStridedBackward0"
+    view = True
+
+    @staticmethod
+    def forward(ctx, x, region=None):
+        ctx.shape, ctx.region = x.shape, region
+        return region_view(x, region)
+
+    @staticmethod
+    def backward(ctx, g):
+        return AsStridedGrad.apply(g, shape=ctx.shape, region=ctx.region)
+
+
+class AsStridedGrad(Op):
+    """Sum a gradient back onto the elements it was read from (windows may overlap)."""
+
+    node_name = "AsStridedBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, shape=None, region=None):
+        ctx.region = region
+        idx = np.broadcast_to(_region_index(region), g.shape).reshape(-1)
+        out = np.bincount(idx, weights=g.reshape(-1), minlength=int(np.prod(shape)))
+        return out.astype(g.dtype, copy=False).reshape(shape)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return AsStrided.apply(gg, region=ctx.region)
+
+
+def as_strided(x: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A view of ``x``'s storage with the given sizes and strides (in elements)."""
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    base = x._base if x._base is not None else x
+    x_off = x.storage_offset()
+    off = x_off if storage_offset is None else int(storage_offset)
+    span = 1 + sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else 0
+    isz = x._data.itemsize
+    if off + span > base._data.size:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {off}, and "
+            f"itemsize {isz} requiring a storage size of {(off + span) * isz} are out of bounds "
+            f"for storage of size {base._data.size * isz}")
+    rel = off - x_off
+    if not x._data.flags.c_contiguous or rel < 0 or rel + span > x._data.size:
+        raise NotImplementedError("ember: as_strided needs a contiguous input and a window "
+                                  "inside its own elements")
+    return AsStrided.apply(x, region=(rel, size, stride))
+
+
+METHODS = {"diagonal": diagonal, "unfold": unfold, "as_strided": as_strided}
+FUNCTIONS = {"diagonal": diagonal, "as_strided": as_strided}
