@@ -36,21 +36,22 @@ class Cat(Op):
     node_name = "CatBackward0"
 
     @staticmethod
-    def forward(ctx, *arrays, dim=0):
-        ctx.dim = dim
-        ctx.sizes = [a.shape[dim] if a.ndim else 0 for a in arrays]
-        ctx.legacy = [a.ndim == 1 and a.shape[0] == 0 for a in arrays]
-        if all(ctx.legacy):
-            return np.zeros(0, arrays[0].dtype)
-        return np.concatenate([a for a, skip in zip(arrays, ctx.legacy) if not skip], axis=dim)
+    def forward(ctx, *arrays, dim=0, skip=None):
+        ctx.dim, ctx.skip = dim, skip
+        ctx.sizes = [a.shape[dim] if a.ndim > dim else 0 for a in arrays]
+        if skip is None:
+            return np.concatenate(arrays, axis=dim)
+        kept = [a for a, s in zip(arrays, skip) if not s]
+        return np.concatenate(kept, axis=dim) if kept else np.zeros(0, arrays[0].dtype)
 
     @staticmethod
     def backward(ctx, g):
         from ember.ops.indexing import Slice
 
         out, start = [], 0
-        for size, skip, need in zip(ctx.sizes, ctx.legacy, ctx.needs_input_grad):
-            if skip:  # torch still hands the skipped empty input an (empty) gradient
+        skip = ctx.skip or (False,) * len(ctx.sizes)
+        for size, skipped, need in zip(ctx.sizes, skip, ctx.needs_input_grad):
+            if skipped:  # torch still hands the skipped empty input an (empty) gradient
                 out.append(Tensor._make(np.zeros(0, g._data.dtype)) if need else None)
                 continue
             out.append(Slice.apply(g, dim=ctx.dim, sl=slice(start, start + size))
@@ -64,34 +65,39 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    for i, t in enumerate(tensors):
-        if t._data.ndim == 0:
-            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
-                               "concatenated")
-    dt = tensors[0].dtype
-    if any(t.dtype is not dt for t in tensors):
+    d0 = tensors[0]._data.dtype
+    if any(t._data.dtype != d0 for t in tensors):
+        dt = tensors[0].dtype
         for t in tensors[1:]:
             dt = _dtype.promote_types(dt, t.dtype)
         tensors = [cast(t, dt) for t in tensors]
-    real = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
-    if not real:
-        return Cat.apply(*tensors, dim=0)
-    ref = real[0]._data.shape
+    shapes = [t._data.shape for t in tensors]
+    for i, s in enumerate(shapes):
+        if not s:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
+    skip = tuple(s == (0,) for s in shapes)
+    if not any(skip):
+        skip = None
+    elif all(skip):
+        return Cat.apply(*tensors, dim=0, skip=skip)
+    ref = next(s for s in shapes if s != (0,))
     d = _wrap_dim(dim, len(ref))
-    for i, t in enumerate(tensors):
-        s = t._data.shape
-        if s == ref or (len(s) == 1 and s[0] == 0):
-            continue
-        if len(s) != len(ref):
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} "
-                               f"and {len(s)}")
-        for k, (a, b) in enumerate(zip(ref, s)):
-            if k != d and a != b:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
-                                   f"Expected size {a} but got size {b} for tensor number {i} "
-                                   "in the list.")
-    res = Cat.apply(*tensors, dim=d)
+    for i, s in enumerate(shapes):
+        if s != ref and s != (0,):
+            _cat_mismatch(ref, s, d, i)
+    res = Cat.apply(*tensors, dim=d, skip=skip)
     return _write_out(out, res, "cat") if out is not None else res
+
+
+def _cat_mismatch(ref: tuple, s: tuple, d: int, i: int) -> None:
+    if len(s) != len(ref):
+        raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and "
+                           f"{len(s)}")
+    for k, (a, b) in enumerate(zip(ref, s)):
+        if k != d and a != b:
+            raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                               f"size {a} but got size {b} for tensor number {i} in the list.")
 
 
 def concatenate(tensors, axis: int = 0, *, out=None) -> Tensor:
