@@ -190,3 +190,39 @@ def test_bool_inputs_that_work():
                lambda m, x: x.amax(0), lambda m, x: x.unique(), lambda m, x: x.cumsum(0),
                lambda m, x: x.prod()]:
         check(fn, b)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, s, v: m.searchsorted(s[0], v),
+    lambda m, s, v: m.searchsorted(s[0], v, right=True),
+    lambda m, s, v: m.searchsorted(s[0], v, side="right", out_int32=True),
+    lambda m, s, v: m.searchsorted(s, v[:, :3]),
+    lambda m, s, v: m.searchsorted(s, v[:, :3], side="right"),
+    lambda m, s, v: m.searchsorted(s[0], 0.5),
+    lambda m, s, v: m.bucketize(v, s[0]),
+    lambda m, s, v: m.bucketize(v, s[0], right=True),
+    lambda m, s, v: m.searchsorted(s[0].flip(0), v, sorter=m.arange(4).flip(0)),
+])
+def test_searchsorted_bucketize(fn):
+    s = np.array([[-1.0, 0.0, 0.5, 2.0], [-3.0, -1.0, 1.0, 1.5]], dtype=np.float32)
+    v = np.array([[0.5, -2.0, 3.0, 0.0, 1.0], [1.5, -1.0, 0.2, 9.0, -9.0]], dtype=np.float32)
+    check(fn, s, v, grad=False)
+
+
+@pytest.mark.parametrize("fn,match", [
+    (lambda m, s, v: m.searchsorted(s, v), "boundaries tensor should be 1 dimension"),
+    (lambda m, s, v: m.bucketize(v, s), "boundaries tensor must be 1 dimension"),
+    (lambda m, s, v: m.searchsorted(s[0], v, side="middle"), "side can only be"),
+])
+def test_searchsorted_errors(fn, match):
+    check_error(fn, arr(2, 3), arr(3, 2), match=match)
+
+
+@pytest.mark.parametrize("kw", [{}, {"return_inverse": True}, {"return_counts": True},
+                                {"return_inverse": True, "return_counts": True}, {"dim": 0},
+                                {"dim": 1, "return_counts": True, "return_inverse": True}])
+def test_unique_consecutive(kw):
+    x = np.array([[1, 1, 2], [1, 1, 2], [3, 1, 1], [3, 1, 1], [1, 1, 2]], dtype=np.int64)
+    check(lambda m, x: m.unique_consecutive(x, **kw), x)
+    if "dim" not in kw:
+        check(lambda m, x: x.unique_consecutive(**kw), np.zeros((0, 3), np.int64))
