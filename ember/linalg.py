@@ -17,7 +17,8 @@ from ember.ops.reduction_norm import vector_norm
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "qr", "svd", "svdvals", "matrix_power",
-           "matmul", "vecdot", "multi_dot", "cross"]
+           "matmul", "vecdot", "multi_dot", "cross", "solve_triangular", "pinv",
+           "matrix_rank"]
 
 
 class LinAlgError(RuntimeError):
@@ -210,6 +211,71 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
                            f"A of type {A.dtype.name.capitalize()} and B of type "
                            f"{B.dtype.name.capitalize()} instead")
     return LinalgSolveEx.apply(A, B, vector=vector)
+
+
+def _triangle(n: int, upper: bool, unit: bool, dtype) -> np.ndarray:
+    """0/1 mask of the triangle a triangular solve reads (without the diagonal if unit)."""
+    ones = np.ones((n, n), dtype=dtype)
+    return np.triu(ones, int(unit)) if upper else np.tril(ones, -int(unit))
+
+
+class LinalgSolveTriangular(Op):
+    node_name = "LinalgSolveTriangularBackward0"
+    saves = (0,)
+    saves_output = True
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, a, b, upper=True, left=True, unit=False):
+        ctx.upper, ctx.left, ctx.unit = upper, left, unit
+        t = a * _triangle(a.shape[-1], upper, unit, a.dtype)
+        if unit:
+            t = t + np.eye(a.shape[-1], dtype=a.dtype)
+        if left:
+            return np.linalg.solve(t, b)
+        return np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)),
+                           -1, -2)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, x = ctx.saved_tensors
+        kw = dict(upper=not ctx.upper, left=ctx.left, unitriangular=ctx.unit)
+        gb = solve_triangular(a.mT, g, **kw)
+        if not ctx.needs_input_grad[0]:
+            return None, gb
+        mask = Tensor._make(_triangle(a.shape[-1], ctx.upper, ctx.unit, a._data.dtype))
+        ga = -(matmul(gb, x.mT) if ctx.left else matmul(x.mT, gb))
+        return ga * mask, gb
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False) -> Tensor:
+    """Solve ``A X = B`` (or ``X A = B``) reading only the upper or lower triangle of ``A``."""
+    _square("linalg.solve_triangular", A)
+    return LinalgSolveTriangular.apply(A, B, upper=upper, left=left, unit=unitriangular)
+
+
+def _rank_tol(s: np.ndarray, shape: tuple, atol, rtol):
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else np.finfo(s.dtype).eps * max(shape)
+    smax = s.max(-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,), s.dtype)
+    return np.maximum(atol or 0.0, rtol * smax)
+
+
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """Moore-Penrose pseudo-inverse through the SVD; singular values below tol count as zero."""
+    from ember.ops.pointwise import where
+
+    u, s, vh = svd(A, full_matrices=False)
+    keep = Tensor._make(s._data > _rank_tol(s._data, A.shape[-2:], atol, rtol))
+    s_inv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
+    return matmul(vh.mT * s_inv.unsqueeze(-2), u.mT)
+
+
+def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """Number of singular values above the tolerance (torch's defaults)."""
+    s = np.linalg.svd(A._data, compute_uv=False)
+    return Tensor._make(np.sum(s > _rank_tol(s, A.shape[-2:], atol, rtol), -1).astype(np.int64))
 
 
 def _matrix_dims(dim) -> tuple:

@@ -671,3 +671,30 @@ def test_dist(p):
     if p:
         fd_check(lambda a, b: ember.dist(a, b, p) * a, arr(2, 3, dtype="float64"),
                  arr(3, dtype="float64"))
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular(upper, left, unit):
+    a = well_conditioned(2, 3, 3)
+    b = arr(2, 3, 2) if left else arr(2, 2, 3)
+    fn = lambda m, a, b: m.linalg.solve_triangular(a, b, upper=upper, left=left,  # noqa: E731
+                                                   unitriangular=unit)
+    e, t = check(fn, a, b, atol=1e-4)
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    fd_check(lambda x, y: fn(ember, x, y), a64, b64)
+    gradgrad_check(lambda x, y: fn(ember, x, y), a64, b64)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (2, 3, 3)])
+def test_pinv_and_matrix_rank(shape):
+    check(lambda m, a: m.linalg.pinv(a), arr(*shape), atol=1e-4)
+    check(lambda m, a: m.linalg.matrix_rank(a), arr(*shape))
+    low_rank = arr(*shape[:-1], 1) @ arr(*shape[:-2], 1, shape[-1])
+    check(lambda m, a: m.linalg.matrix_rank(a), low_rank)
+    check(lambda m, a: m.linalg.matrix_rank(a, atol=1.0, rtol=0.0), arr(*shape))
+    check(lambda m, a: m.linalg.pinv(a), low_rank, atol=1e-3, grad=False)
+    fd_check(lambda t: ember.linalg.pinv(t), arr(*shape, dtype="float64"))
+    gradgrad_check(lambda t: ember.linalg.pinv(t), arr(*shape, dtype="float64"))
