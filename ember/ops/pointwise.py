@@ -432,33 +432,7 @@ def relu(x: Tensor) -> Tensor:
     return Relu.apply(x)
 
 
-# --- comparisons and selection (not differentiable in their boolean output) --------------
-
-_OPERAND = (Tensor, int, float, bool, np.number, np.bool_, np.ndarray)
-
-
-def _compare(ufunc, name: str):
-    def op(a, b) -> Tensor:
-        a, b = _lhs_tensor(a, b)
-        a, b = binary_args(a, b)
-        return Tensor._make(ufunc(a._data, b._data))
-
-    def dunder(a, b):
-        # Unknown operands (None, strings, ...) fall back to Python's default comparison.
-        if not isinstance(b, _OPERAND):
-            return NotImplemented
-        return op(a, b)
-    op.__name__ = name
-    return op, dunder
-
-
-eq, _eq = _compare(np.equal, "eq")
-ne, _ne = _compare(np.not_equal, "ne")
-lt, _lt = _compare(np.less, "lt")
-le, _le = _compare(np.less_equal, "le")
-gt, _gt = _compare(np.greater, "gt")
-ge, _ge = _compare(np.greater_equal, "ge")
-
+# --- selection ---------------------------------------------------------------------------
 
 class Where(Op):
     node_name = "WhereBackward0"
@@ -516,15 +490,12 @@ def positive(x: Tensor) -> Tensor:
 _NAMES = {
     "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div,
     "divide": div, "true_divide": div, "neg": neg, "negative": neg, "exp": exp,
-    "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clone": clone, "eq": eq,
-    "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": gt, "less": lt,
-    "greater_equal": ge, "less_equal": le, "not_equal": ne, "where": where,
+    "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clone": clone, "where": where,
     "positive": positive,
 }
 METHODS = dict(_NAMES, where=_where_method, **{
     "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub, "__mul__": mul,
     "__rmul__": mul, "__truediv__": div, "__rtruediv__": rdiv, "__neg__": neg,
-    "__eq__": _eq, "__ne__": _ne, "__lt__": _lt, "__le__": _le, "__gt__": _gt,
-    "__ge__": _ge, "__pos__": positive,
+    "__pos__": positive,
 })
 FUNCTIONS = dict(_NAMES, rsub=rsub)

@@ -1,4 +1,4 @@
-"""Bitwise and logical ops, and the floating-point classifiers (isnan, isinf, ...).
+"""Comparisons, bitwise and logical ops, and the floating-point classifiers (isnan, ...).
 
 None is differentiable: results are bool or integer tensors.
 """
@@ -12,6 +12,31 @@ from ember._tensor import Tensor
 from ember.ops._promote import binary_args
 from ember.ops.pointwise import _lhs_tensor
 from ember.ops.pointwise_more import _CNAME, _r, not_for
+
+_OPERAND = (Tensor, int, float, bool, np.number, np.bool_, np.ndarray)
+
+
+def _compare(ufunc, name: str):
+    def op(a, b) -> Tensor:
+        a, b = _lhs_tensor(a, b)
+        a, b = binary_args(a, b)
+        return Tensor._make(ufunc(a._data, b._data))
+
+    def dunder(a, b):
+        # Unknown operands (None, strings, ...) fall back to Python's default comparison.
+        if not isinstance(b, _OPERAND):
+            return NotImplemented
+        return op(a, b)
+    op.__name__ = name
+    return op, dunder
+
+
+eq, _eq = _compare(np.equal, "eq")
+ne, _ne = _compare(np.not_equal, "ne")
+lt, _lt = _compare(np.less, "lt")
+le, _le = _compare(np.less_equal, "le")
+gt, _gt = _compare(np.greater, "gt")
+ge, _ge = _compare(np.greater_equal, "ge")
 
 
 def _bitwise(ufunc, kernel: str, name: str):
@@ -127,6 +152,8 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 
 _NAMES = {
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": gt, "less": lt,
+    "greater_equal": ge, "less_equal": le, "not_equal": ne,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
     "bitwise_not": bitwise_not, "bitwise_left_shift": bitwise_left_shift,
     "bitwise_right_shift": bitwise_right_shift, "logical_and": logical_and,
@@ -139,6 +166,7 @@ METHODS = dict(
     _NAMES, __and__=bitwise_and, __rand__=_r(bitwise_and), __or__=bitwise_or,
     __ror__=_r(bitwise_or), __xor__=bitwise_xor, __rxor__=_r(bitwise_xor), __invert__=_invert,
     __lshift__=bitwise_left_shift, __rlshift__=_r(bitwise_left_shift),
-    __rshift__=bitwise_right_shift, __rrshift__=_r(bitwise_right_shift),
+    __rshift__=bitwise_right_shift, __rrshift__=_r(bitwise_right_shift), __eq__=_eq, __ne__=_ne,
+    __lt__=_lt, __le__=_le, __gt__=_gt, __ge__=_ge,
 )
 FUNCTIONS = dict(_NAMES)
