@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracle import arr, check, check_error
 
 import ember
@@ -359,3 +361,36 @@ def test_copy_into_plain_tensor_tracks_source():
         a.copy_(y)
         return a * 2, a.grad_fn.name(), a.requires_grad
     check(fn, arr(3))
+
+
+_STEPS = [
+    lambda m, h, w: h.mul_(w), lambda m, h, w: h.add_(w, alpha=0.5), lambda m, h, w: h.sigmoid_(),
+    lambda m, h, w: h.mul_(1.5), lambda m, h, w: h.tanh_(), lambda m, h, w: h.sub_(0.25),
+    lambda m, h, w: h.clamp_(-0.8, 0.9), lambda m, h, w: h.exp_(), lambda m, h, w: h.pow_(2),
+    lambda m, h, w: h.div_(w.abs() + 1), lambda m, h, w: h.lerp_(w, 0.3),
+    lambda m, h, w: h.addcmul_(w, w, value=0.1), lambda m, h, w: h.neg_(),
+]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, len(_STEPS) - 1), min_size=1, max_size=6),
+       st.integers(0, 1000))
+def test_random_inplace_chains_match_torch(steps, seed):
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
+    w0 = rng.uniform(-1, 1, (3,)).astype(np.float32)
+
+    def fn(m, x, w):
+        h = x * 1
+        for s in steps:
+            _STEPS[s](m, h, w)
+        return h * w, h._version, type(h.grad_fn).__name__
+
+    def backward(m, x, w):
+        fn(m, x.requires_grad_(), w.requires_grad_())[0].sum().backward()
+    try:  # a step may overwrite a value an earlier step saved: then both must refuse
+        backward(torch, torch.from_numpy(x0.copy()), torch.from_numpy(w0.copy()))
+    except RuntimeError:
+        check_error(backward, x0, w0, match="modified by an inplace operation")
+        return
+    check(fn, x0, w0, seed=seed)
