@@ -6,6 +6,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig
 
 import ember
@@ -291,9 +293,6 @@ def test_cumulative_fd(fn):
 
 
 # --- property-based: random dims and keepdim ----------------------------------------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(max_examples=30, deadline=None)
