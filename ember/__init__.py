@@ -81,3 +81,9 @@ def __getattr__(name: str):
     if name in _LAZY_NAMES:
         return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
+from ember.autograd.anomaly_mode import (  # noqa: E402 - torch exposes these at top level
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+)
