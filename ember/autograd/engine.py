@@ -220,18 +220,14 @@ def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
 
 
 def _sum_to(g, shape: tuple, node, i: int):
-    """Undo broadcasting: sum ``g`` down to ``shape``."""
+    """Undo broadcasting: check ``g`` can be summed down to ``shape``, then do it."""
     lead = g.ndim - len(shape)
     if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, g.shape[lead:])):
         raise RuntimeError(
             f"Function {node.name()} returned an invalid gradient at index {i} - got "
             f"{list(g.shape)} but expected shape compatible with {list(shape)}"
         )
-    dims = tuple(range(lead)) + tuple(
-        lead + k for k, s in enumerate(shape) if s == 1 and g.shape[lead + k] != 1)
-    if dims:
-        g = g.sum(dims, keepdim=True)
-    return g.reshape(shape) if lead else g
+    return g.sum_to_size(shape)
 
 
 def _apply_tensor_hooks(node, nr: int, g):
