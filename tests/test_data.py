@@ -87,6 +87,28 @@ def test_shuffle_is_a_permutation_and_seeded():
                                                         generator=g2)]
 
 
+def _shuffle_run(mod, data):
+    """One seeded program's random draws: two shuffled epochs, samplers, then a rand."""
+    mod.manual_seed(0)
+    ds = data.TensorDataset(mod.arange(10))
+    loader = data.DataLoader(ds, batch_size=4, shuffle=True)
+    out = [[b[0].tolist() for b in loader] for _ in range(2)]
+    out.append(list(data.RandomSampler(range(7), replacement=True, num_samples=40)))
+    out.append(list(data.RandomSampler(range(5), num_samples=12)))
+    out.append(list(data.SubsetRandomSampler([10, 20, 30, 40, 50, 60])))
+    g = mod.Generator().manual_seed(3)
+    out.append([b[0].tolist() for b in data.DataLoader(ds, batch_size=3, shuffle=True,
+                                                        generator=g)])
+    out.append([b[0].tolist() for b in data.random_split(ds, [0.3, 0.7])[0]])
+    out.append(mod.rand(3).tolist())
+    return out
+
+
+def test_shuffle_streams_match_torch():
+    # same seed, same draws in the same order: a seeded training run sees torch's batches
+    assert _shuffle_run(ember, eud) == _shuffle_run(torch, tud)
+
+
 def test_samplers():
     assert list(eud.SequentialSampler(range(4))) == [0, 1, 2, 3]
     rs = list(eud.RandomSampler(range(5), replacement=True, num_samples=12))

@@ -6,7 +6,7 @@ import itertools
 import multiprocessing as mp
 import queue
 
-from ember._random import default_generator
+from ember._random import integer_sample
 from ember.utils.data import _worker
 from ember.utils.data._collate import default_collate, default_convert
 from ember.utils.data.dataset import IterableDataset
@@ -112,8 +112,14 @@ class DataLoader:
     def _fetcher(self) -> _Fetcher:
         return _Fetcher(self.collate_fn, self._auto_collation, self.drop_last)
 
+    def _base_seed(self) -> int:
+        # torch draws this from the loader's generator each time it makes an iterator, even
+        # without workers; drawing it too keeps ember's random stream in step with torch's.
+        return int(integer_sample((), 0, 2**63, self.generator))
+
     def __iter__(self):
         if self.num_workers == 0:
+            self._base_seed()
             return _single_process_iter(self)
         if self.persistent_workers:
             if self._persistent_iter is None or not self._persistent_iter.reset():
@@ -167,8 +173,7 @@ class _MultiProcessIter:
         if isinstance(ctx, str) or ctx is None:
             ctx = mp.get_context(ctx or ("fork" if "fork" in mp.get_all_start_methods()
                                          else None))
-        gen = loader.generator or default_generator
-        base_seed = int(gen.rng.integers(0, 2**62))
+        base_seed = loader._base_seed()
         n = loader.num_workers
         self.result_queue = ctx.Queue()
         fetch = loader._fetcher()

@@ -6,11 +6,15 @@ from collections.abc import Iterable, Sized
 
 import numpy as np
 
-from ember._random import Generator, default_generator
+from ember._random import Generator, default_generator, integer_sample
 
 
 def _rng(generator: Generator | None) -> np.random.Generator:
     return (generator or default_generator).rng
+
+
+def _randperm(n: int, generator: Generator | None) -> list[int]:
+    return (generator or default_generator)._randperm(n).tolist()
 
 
 class Sampler:
@@ -55,13 +59,21 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
+        # torch's draws, in torch's order, so a seeded run shuffles as torch does: without a
+        # generator, a fresh one seeded from the default stream; then randperms (or randints
+        # in chunks of 32), drawn lazily as the iteration reaches them.
         n = len(self.data_source)
-        rng = _rng(self.generator)
+        g = self.generator
+        if g is None:
+            g = Generator().manual_seed(int(integer_sample((), 0, 2**63)))
         if self.replacement:
-            return iter(rng.integers(0, n, size=self.num_samples).tolist())
-        full, rest = divmod(self.num_samples, n)
-        idx = [rng.permutation(n) for _ in range(full)] + [rng.permutation(n)[:rest]]
-        return iter(np.concatenate(idx).tolist())
+            for _ in range(self.num_samples // 32):
+                yield from g._randint(0, n, 32).tolist()
+            yield from g._randint(0, n, self.num_samples % 32).tolist()
+        else:
+            for _ in range(self.num_samples // n):
+                yield from _randperm(n, g)
+            yield from _randperm(n, g)[:self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -75,7 +87,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        for i in _rng(self.generator).permutation(len(self.indices)).tolist():
+        for i in _randperm(len(self.indices), self.generator):
             yield self.indices[i]
 
     def __len__(self) -> int:
