@@ -82,6 +82,31 @@ def test_grad_stored_is_not_aliased():
     np.testing.assert_allclose(x2.grad.numpy(), [1.0, 1.0])
 
 
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_weight_grad_kept_only_when_no_one_else_sees_it(keep):
+    # nn.Linear's weight gradient comes back through TBackward as a view; AccumulateGrad keeps
+    # it without a copy only if nothing else can reach its memory (here: a hook that keeps the
+    # pre-transpose gradient). Writing to .grad must then leave the hook's tensor alone (torch
+    # steals it anyway and the two alias; ember copies instead).
+    grads, x = [], arr(5, 4)
+    for lib in (torch, ember):  # ember last: its tensors are checked after the loop
+        lib.manual_seed(0)  # same seed, same Linear init in both
+        lin = lib.nn.Linear(4, 3)
+        seen = []
+        wt = lin.weight.t()
+        if keep:
+            wt.register_hook(seen.append)
+        (lib.tensor(x).mm(wt) + lin.bias).pow(2).sum().backward()
+        g = lin.weight.grad
+        assert g.is_contiguous() and g._base is None and tuple(g.shape) == (3, 4)
+        grads.append(g.numpy().copy())
+    before = [s.clone() for s in seen]
+    lin.weight.grad.add_(1)
+    assert len(seen) == keep and all(ember.equal(s, b) for s, b in zip(seen, before))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5)
+
+
 def test_errors_match_torch():
     for lib in (ember, torch):
         x = lib.ones(3, requires_grad=True)

@@ -234,11 +234,31 @@ def _owned(g):
     """A gradient safe to store as ``.grad``: contiguous, writeable, aliased by no one else."""
     from ember._tensor import Tensor
 
+    if _private(g):
+        return g if g._grad_fn is None and g._base is None else Tensor._make(g._data)
+    return Tensor._make(np.array(g._data, order="C"))
+
+
+def _private(g) -> bool:
+    """Whether ``g``'s array is contiguous, writeable and reachable by no one but ``g``
+    (torch's AccumulateGrad steals such a gradient instead of copying it).
+
+    Counts are what ``sys.getrefcount`` sees with nothing else holding the object: the holder,
+    a local name and the call's argument. A view (a transposed weight gradient, a bias gradient
+    reshaped from keepdim) qualifies when it spans its whole base and the base is held only by
+    the view and by ``g._base``, the tensor it was made from, which only ``g`` holds."""
     a = g._data
-    # Refcount 3 = the tensor's slot + getrefcount's argument + local `a`: nothing else holds it.
-    if a.base is None and a.flags.c_contiguous and a.flags.writeable and sys.getrefcount(a) <= 3:
-        return g if g._grad_fn is None else Tensor._make(a)
-    return Tensor._make(np.array(a, order="C"))
+    if not (a.flags.c_contiguous and a.flags.writeable) or sys.getrefcount(a) > 3:
+        return False  # refs: g._data, local, argument
+    base = a.base
+    if base is None:
+        return True
+    if not isinstance(base, np.ndarray) or base.base is not None or base.size != a.size:
+        return False
+    owner = g._base
+    if owner is None:
+        return sys.getrefcount(base) <= 3  # a.base, local, argument
+    return owner._data is base and sys.getrefcount(owner) <= 3 and sys.getrefcount(base) <= 4
 
 
 def grad_accumulator(t) -> AccumulateGrad:

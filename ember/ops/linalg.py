@@ -70,7 +70,25 @@ class Mm(Op):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
-        return (g.mm(b.t()) if need[0] else None), (a.t().mm(g) if need[1] else None)
+        return _mm_grads(g, a, b, need[0], need[1])
+
+
+def _column_major(t: Tensor) -> bool:
+    f = t._data.flags
+    return f.f_contiguous and not f.c_contiguous
+
+
+def _mm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> tuple:
+    """``g @ b.T`` and ``a.T @ g``, each laid out like its input, as torch's
+    mm_mat1_backward / mm_mat2_backward do. For nn.Linear's ``weight.t()`` (column-major) this
+    makes the weight's gradient C-contiguous after TBackward, so AccumulateGrad can keep it
+    without a copy."""
+    ga = gb = None
+    if need_a:
+        ga = b.mm(g.t()).t() if _column_major(a) else g.mm(b.t())
+    if need_b:
+        gb = g.t().mm(a).t() if _column_major(b) else a.t().mm(g)
+    return ga, gb
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
@@ -107,7 +125,7 @@ class Addmm(Op):
         gc = (g if ctx.beta == 1 else g * ctx.beta) if need[0] else None
         if ctx.alpha != 1:
             g = g * ctx.alpha
-        return gc, (g.mm(b.t()) if need[1] else None), (a.t().mm(g) if need[2] else None)
+        return (gc, *_mm_grads(g, a, b, need[1], need[2]))
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
