@@ -238,6 +238,16 @@ def integer_sample(shape: tuple, low: int, high: int,
     return _gen(generator)._randint(int(low), int(high), int(np.prod(shape))).reshape(shape)
 
 
+def bernoulli_sample(shape: tuple, p, generator: Generator | None = None) -> np.ndarray:
+    """What torch's ``bernoulli_(p)`` draws, as a bool array: one uniform per element, in
+    order, below ``p``. A number ``p`` (dropout's kernel) compares 53-bit doubles; a tensor's
+    probabilities compare 24-bit floats unless they are float64."""
+    n = int(np.prod(shape))
+    p = np.asarray(p)
+    u = _gen(generator)._uniform(n, p.ndim == 0 or p.dtype == np.float64)
+    return u.reshape(shape) < p
+
+
 def normal_sample(shape: tuple, dt: _dtype.dtype, mean: float = 0.0, std: float = 1.0,
                   generator: Generator | None = None) -> np.ndarray:
     """What torch's ``tensor.normal_(mean, std)`` writes, as an array of ``dt``."""
@@ -446,11 +456,10 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-    g = rng(generator)
     shape = input._data.shape
     if p is not None:
         _check_p(p)
-        sample = (g.random(shape) < p).astype(input._data.dtype)
+        sample = bernoulli_sample(shape, float(p), generator).astype(input._data.dtype)
         return _BernoulliFloat.apply(input, sample=sample)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
@@ -460,9 +469,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
                            "this error message be improved?  If so, please report an "
                            "enhancement request to PyTorch.)")
-    # torch's tensor-p kernel: one uniform (24 or 53 bits, by dtype) per element, < p.
-    u = _gen(generator)._uniform(int(np.prod(shape)), input.dtype is _dtype.float64)
-    sample = (u.reshape(shape) < probs).astype(probs.dtype)
+    sample = bernoulli_sample(shape, probs, generator).astype(probs.dtype)
     return _BernoulliTensor.apply(input, sample=sample)
 
 

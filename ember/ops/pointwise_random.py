@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
-from ember._random import integer_sample, normal_sample, rng, uniform_sample
+from ember._random import bernoulli_sample, integer_sample, normal_sample, rng, uniform_sample
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
@@ -69,7 +69,9 @@ def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
     if isinstance(p, Tensor) and p.numel() and not ((pa >= 0) & (pa <= 1)).all():
         raise RuntimeError("bernoulli_ expects all elements of p to be in [0, 1]")
-    values = rng(generator).random(x._data.shape) < pa
+    if isinstance(p, Tensor):
+        pa = np.broadcast_to(pa, x._data.shape)
+    values = bernoulli_sample(x._data.shape, pa, generator)  # torch's draws
     if isinstance(p, Tensor) and STATE.enabled and x._rg:
         check_inplace(x)
         return apply_inplace(x, lambda t, q: BernoulliT.apply(t, q, values=values), p)
