@@ -18,6 +18,7 @@ import time
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from ember.vision import datasets
@@ -30,12 +31,26 @@ def mlp() -> nn.Module:
     )
 
 
-def cnn() -> nn.Module:
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Dropout(0.25), nn.Linear(512, 10),
-    )
+class ConvNet(nn.Module):
+    """The modules note's CNN, as in ember's quickstart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, padding=1)
+        self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
+        self.fc1 = nn.Linear(64 * 7 * 7, 512)
+        self.fc2 = nn.Linear(512, 10)
+        self.dropout = nn.Dropout(0.25)
+        self.bn1 = nn.BatchNorm2d(32)
+        self.bn2 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        x = F.max_pool2d(self.bn1(self.relu(self.conv1(x))), 2)
+        x = F.max_pool2d(self.bn2(self.relu(self.conv2(x))), 2)
+        x = x.view(-1, 64 * 7 * 7)
+        x = self.dropout(F.relu(self.fc1(x)))
+        return self.fc2(x)
 
 
 def load(root: str, train: bool) -> TensorDataset:
@@ -61,7 +76,7 @@ def main(argv=None) -> float:
     train_loader = DataLoader(train_data, batch_size=args.batch_size, shuffle=True)
     test_loader = DataLoader(test_data, batch_size=args.batch_size)
     next(iter(test_loader))  # the quickstart's shape printout draws a loader seed
-    model = {"mlp": mlp, "cnn": cnn}[args.model]()
+    model = {"mlp": mlp, "cnn": ConvNet}[args.model]()
     loss_fn = nn.CrossEntropyLoss()
     optim = torch.optim.SGD if args.optimizer == "sgd" else torch.optim.Adam
     optimizer = optim(model.parameters(), lr=args.lr)

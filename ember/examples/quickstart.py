@@ -15,6 +15,7 @@ import time
 
 import ember as torch
 from ember import nn
+from ember.nn import functional as F
 from ember.utils.data import DataLoader
 from ember.vision import datasets
 from ember.vision.transforms import ToTensor
@@ -40,20 +41,26 @@ class NeuralNetwork(nn.Module):
 
 
 class ConvNet(nn.Module):
-    """The modules note's CNN: two conv + BatchNorm + max-pool blocks, then two Linear."""
+    """The modules note's CNN (its ``MNIST_nn``): two conv -> ReLU -> BatchNorm -> max-pool
+    blocks, then Linear -> ReLU -> Dropout(0.25) -> Linear."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        )
-        self.classifier = nn.Sequential(
-            nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Dropout(0.25), nn.Linear(512, 10),
-        )
+        self.conv1 = nn.Conv2d(1, 32, 3, padding=1)
+        self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
+        self.fc1 = nn.Linear(64 * 7 * 7, 512)
+        self.fc2 = nn.Linear(512, 10)
+        self.dropout = nn.Dropout(0.25)
+        self.bn1 = nn.BatchNorm2d(32)
+        self.bn2 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU()
 
     def forward(self, x):
-        return self.classifier(self.features(x))
+        x = F.max_pool2d(self.bn1(self.relu(self.conv1(x))), 2)
+        x = F.max_pool2d(self.bn2(self.relu(self.conv2(x))), 2)
+        x = x.view(-1, 64 * 7 * 7)
+        x = self.dropout(F.relu(self.fc1(x)))
+        return self.fc2(x)
 
 
 MODELS = {"mlp": NeuralNetwork, "cnn": ConvNet}
