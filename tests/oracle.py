@@ -4,10 +4,13 @@
 made from the same NumPy arrays, and compares values, shapes and dtypes; then it backpropagates
 the same *random* upstream gradient through both (a ``.sum()`` would hide transposition bugs)
 and compares the inputs' gradients. ``check_error`` compares exception types.
+``same(fn)`` compares what ``fn(ember)`` and ``fn(torch)`` print, or the exceptions they raise.
 ``fd_check`` / ``gradgrad_check`` compare ember's gradients with float64 central differences.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import torch
@@ -148,6 +151,29 @@ def check_error(fn, *inputs, match: str | None = None):
             assert match in str(e_exc), f"{match!r} not in {str(e_exc)!r}"
         return e_exc
     raise AssertionError(f"ember did not raise; torch raised {t_type.__name__}")
+
+
+def outcome(fn, lib):
+    """repr of the result (torch. -> ember.), or the exception type and message."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return "ok", repr(fn(lib)).replace("torch.", "ember.")
+        except Exception as exc:  # noqa: BLE001 - the exception is what we compare
+            return "error", type(exc), str(exc)
+
+
+def same(fn, match: str | None = None):
+    """``fn(ember)`` prints what ``fn(torch)`` prints, or raises the same exception type (and
+    both messages contain ``match`` if given)."""
+    t, e = outcome(fn, torch), outcome(fn, ember)
+    if t[0] == "error":
+        assert e[0] == "error", f"torch raised {t[1].__name__}: {t[2]}; ember gave {e[1]}"
+        assert issubclass(e[1], t[1]), f"ember raised {e[1].__name__}: {e[2]}; torch {t[1]}"
+        if match is not None:
+            assert match in e[2] and match in t[2], (e[2], t[2])
+        return
+    assert e == t
 
 
 def fd_check(fn, *arrays, eps=1e-6, atol=1e-5, rtol=1e-4, seed=0) -> None:

@@ -1,33 +1,11 @@
 """Devices, and the CUDA / MPS / accelerator answers of a CPU-only machine — against torch."""
 
 import pickle
-import warnings
 
 import pytest
-import torch
+from oracle import same
 
 import ember
-
-
-def outcome(fn, lib):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return "ok", repr(fn(lib)).replace("torch.", "ember.")
-        except Exception as exc:  # noqa: BLE001 - the exception is what we compare
-            return "error", type(exc), str(exc)
-
-
-def same(fn, match: str | None = None):
-    t, e = outcome(fn, torch), outcome(fn, ember)
-    if t[0] == "error":
-        assert e[0] == "error", f"torch raised {t[1].__name__}: {t[2]}; ember gave {e[1]}"
-        assert issubclass(e[1], t[1]), f"ember raised {e[1].__name__}: {e[2]}; torch {t[1]}"
-        if match is not None:
-            assert match in e[2] and match in t[2], (e[2], t[2])
-        return
-    assert e == t
-
 
 DEVICE_CASES = [
     lambda m: m.device("cpu"), lambda m: m.device("cpu", 0), lambda m: m.device("cuda:1"),

@@ -2,36 +2,16 @@
 
 import copy
 import pickle
-import warnings
 
 import numpy as np
 import pytest
 import torch
+from oracle import same
 
 import ember
 
 NAMES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"]
 ALIASES = ["float", "double", "half", "long", "int", "short"]
-
-
-def outcome(fn, lib):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return "ok", repr(fn(lib)).replace("torch.", "ember.")
-        except Exception as exc:  # noqa: BLE001 - the exception is what we compare
-            return "error", type(exc), str(exc)
-
-
-def same(fn, match: str | None = None):
-    t, e = outcome(fn, torch), outcome(fn, ember)
-    if t[0] == "error":
-        assert e[0] == "error", f"torch raised {t[1].__name__}: {t[2]}; ember gave {e[1]}"
-        assert issubclass(e[1], t[1]), f"ember raised {e[1].__name__}: {e[2]}; torch {t[1]}"
-        if match is not None:
-            assert match in e[2] and match in t[2], (e[2], t[2])
-        return
-    assert e == t
 
 
 @pytest.mark.parametrize("name", NAMES + ALIASES)

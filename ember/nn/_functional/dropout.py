@@ -63,17 +63,24 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
     return _feature_dropout(input, p, training, inplace, input.ndim == 3)
 
 
+def _warn_unless_spatial(input: Tensor, spatial: int) -> None:
+    """torch's deprecation warning when ``dropout{spatial}d`` gets an input that is not
+    (C, *spatial) or (N, C, *spatial)."""
+    name, ndims = f"dropout{spatial}d", (spatial + 1, spatial + 2)
+    if input.ndim not in ndims:
+        warnings.warn(f"{name}: Received a {input.ndim}-D input to {name}, which is deprecated "
+                      "and will result in an error in a future release. To retain the behavior "
+                      f"and silence this warning, please use dropout instead. Note that {name} "
+                      f"exists to provide channel-wise dropout on inputs with {spatial} spatial "
+                      "dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      f"{ndims[0]}D or {ndims[1]}D inputs).", stacklevel=3)
+
+
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Zero whole channels of (N, C, H, W) or (C, H, W) input."""
     _check_p(p)
-    if input.ndim not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
-                      "deprecated and will result in an error in a future release. To retain "
-                      "the behavior and silence this warning, please use dropout instead. Note "
-                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension "
-                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+    _warn_unless_spatial(input, 2)
     if input.ndim == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
                       "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
@@ -88,13 +95,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input."""
     _check_p(p)
-    if input.ndim not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
-                      "deprecated and will result in an error in a future release. To retain "
-                      "the behavior and silence this warning, please use dropout instead. Note "
-                      "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension "
-                      "(i.e. 4D or 5D inputs).", stacklevel=2)
+    _warn_unless_spatial(input, 3)
     return _feature_dropout(input, p, training, inplace, input.ndim == 5)
 
 

@@ -213,6 +213,23 @@ class BackwardHook:
         return res if is_tuple else res[0]
 
 
+def _always_called(module, hook_id: int) -> bool:
+    """Whether a forward hook was registered with ``always_call=True`` (globally or not)."""
+    return (hook_id in module._forward_hooks_always_called
+            or hook_id in _global_forward_hooks_always_called)
+
+
+def _call_forward_hook(module, hook_id: int, hook, args, kwargs, result):
+    """Run one forward hook, with ``kwargs`` if it was registered ``with_kwargs=True``; a value
+    it returns replaces the result."""
+    if hook_id in module._forward_hooks_with_kwargs or \
+            hook_id in _global_forward_hooks_with_kwargs:
+        out = hook(module, args, kwargs, result)
+    else:
+        out = hook(module, args, result)
+    return result if out is None else out
+
+
 def call_with_hooks(module, forward_call, args, kwargs):
     """``Module.__call__`` when the module has hooks: torch's ``_call_impl`` order."""
     result = None
@@ -246,16 +263,9 @@ def call_with_hooks(module, forward_call, args, kwargs):
             args = bw_hook.setup_input_hook(args)
         result = forward_call(*args, **kwargs)
         for hook_id, hook in (*_global_forward_hooks.items(), *module._forward_hooks.items()):
-            if hook_id in module._forward_hooks_always_called or \
-                    hook_id in _global_forward_hooks_always_called:
+            if _always_called(module, hook_id):
                 called_always.add(hook_id)
-            if hook_id in module._forward_hooks_with_kwargs or \
-                    hook_id in _global_forward_hooks_with_kwargs:
-                out = hook(module, args, kwargs, result)
-            else:
-                out = hook(module, args, result)
-            if out is not None:
-                result = out
+            result = _call_forward_hook(module, hook_id, hook, args, kwargs, result)
         if bw_hook:
             if not isinstance(result, Tensor | tuple):
                 warnings.warn("For backward hooks to be called, module output should be a "
@@ -277,17 +287,10 @@ def call_with_hooks(module, forward_call, args, kwargs):
         return inner()
     except Exception:
         for hook_id, hook in (*_global_forward_hooks.items(), *module._forward_hooks.items()):
-            if hook_id in called_always or not (hook_id in module._forward_hooks_always_called
-                                                or hook_id in _global_forward_hooks_always_called):
+            if hook_id in called_always or not _always_called(module, hook_id):
                 continue
             try:
-                if hook_id in module._forward_hooks_with_kwargs or \
-                        hook_id in _global_forward_hooks_with_kwargs:
-                    out = hook(module, args, kwargs, result)
-                else:
-                    out = hook(module, args, result)
-                if out is not None:
-                    result = out
+                result = _call_forward_hook(module, hook_id, hook, args, kwargs, result)
             except Exception as e:  # noqa: BLE001 - torch silences it, then re-raises
                 warnings.warn("forward hook with ``always_call=True`` raised an exception that "
                               f"was silenced as another error was raised in forward: {e}",
@@ -336,61 +339,57 @@ def _module_hook(hook, module):
     return wrapped
 
 
+def _add_hook(hooks: OrderedDict, hook, prepend: bool = False, flags=()) -> RemovableHandle:
+    """Add ``hook`` to a module's ``hooks`` dict and return its handle.
+
+    ``flags`` are ``(flag_dict, on)`` pairs for the hook's options (``with_kwargs``,
+    ``always_call``): the hook's id goes into each flag dict that is ``on``, and removing the
+    handle takes it out of all of them. ``prepend`` makes the hook run first.
+    """
+    handle = RemovableHandle(hooks, extra_dict=[flag_dict for flag_dict, _ in flags])
+    hooks[handle.id] = hook
+    for flag_dict, on in flags:
+        if on:
+            flag_dict[handle.id] = True
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+_MIXED_HOOKS = ("Cannot use both regular backward hooks and full backward hooks on a single "
+                "Module. Please use only one of them.")
+
+
 class HookMixin:
     """Hook registration for ``Module`` (mixed into it)."""
 
     def register_forward_pre_hook(self, hook, *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
         """``hook(module, args)`` (or ``(module, args, kwargs)``) before forward."""
-        handle = RemovableHandle(self._forward_pre_hooks,
-                                 extra_dict=self._forward_pre_hooks_with_kwargs)
-        self._forward_pre_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self._forward_pre_hooks, hook, prepend,
+                         [(self._forward_pre_hooks_with_kwargs, with_kwargs)])
 
     def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False) -> RemovableHandle:
         """``hook(module, args, output)`` after forward; a returned value replaces output."""
-        handle = RemovableHandle(self._forward_hooks, extra_dict=[
-            self._forward_hooks_with_kwargs, self._forward_hooks_always_called])
-        self._forward_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_hooks_with_kwargs[handle.id] = True
-        if always_call:
-            self._forward_hooks_always_called[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self._forward_hooks, hook, prepend,
+                         [(self._forward_hooks_with_kwargs, with_kwargs),
+                          (self._forward_hooks_always_called, always_call)])
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_output)`` before the module's gradients are computed."""
-        handle = RemovableHandle(self._backward_pre_hooks)
-        self._backward_pre_hooks[handle.id] = hook
-        if prepend:
-            self._backward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_input, grad_output)``; a returned tuple replaces grad_input."""
         if self._is_full_backward_hook is False:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
-                               "on a single Module. Please use only one of them.")
+            raise RuntimeError(_MIXED_HOOKS)
         self._is_full_backward_hook = True
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self._backward_hooks, hook, prepend)
 
     def register_backward_hook(self, hook) -> RemovableHandle:
         """Deprecated: a hook on the grad_fn of the module's output."""
         if self._is_full_backward_hook is True:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
-                               "on a single Module. Please use only one of them.")
+            raise RuntimeError(_MIXED_HOOKS)
         self._is_full_backward_hook = False
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        return handle
+        return _add_hook(self._backward_hooks, hook)

@@ -1,4 +1,8 @@
-"""Activation layers; each calls its ``F`` function and prints as torch prints it."""
+"""Activation layers; each calls its ``F`` function and prints as torch prints it.
+
+Most are a ``FunctionalLayer``: ``__init__`` stores the options named in ``_args``, and the
+base class passes them to ``_fn`` and prints them.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,19 @@ from ember._creation import empty
 from ember._tensor import Tensor
 from ember.nn import init
 from ember.nn._functional import activation as F
+from ember.nn.modules._functional_layer import FunctionalLayer
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 
-def _inplace_str(inplace: bool, lead: str = ", ") -> str:
-    return f"{lead}inplace=True" if inplace else ""
-
-
-class _Inplace(Module):
+class _Inplace(FunctionalLayer):
     """An activation whose only option is ``inplace``."""
 
-    _fn = None
+    _args = ("inplace",)
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_str(self.inplace, "")
 
 
 class ReLU(_Inplace):
@@ -50,14 +45,17 @@ class Hardsigmoid(_Inplace):
     _fn = staticmethod(F.hardsigmoid)
 
     def extra_repr(self) -> str:
-        return ""
+        return ""  # torch prints no ``inplace`` for Hardsigmoid and Hardswish
 
 
 class Hardswish(Hardsigmoid):
     _fn = staticmethod(F.hardswish)
 
 
-class Hardtanh(Module):
+class Hardtanh(FunctionalLayer):
+    _fn = staticmethod(F.hardtanh)
+    _args = ("min_val", "max_val", "inplace")
+
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
                  min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
@@ -75,55 +73,44 @@ class Hardtanh(Module):
         if self.max_val <= self.min_val:
             raise AssertionError
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}{_inplace_str(self.inplace)}"
-
 
 class ReLU6(Hardtanh):
     def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
 
     def extra_repr(self) -> str:
-        return _inplace_str(self.inplace, "")
+        return "inplace=True" if self.inplace else ""  # the bounds are fixed: not printed
 
 
-class LeakyReLU(Module):
+class LeakyReLU(FunctionalLayer):
+    _fn = staticmethod(F.leaky_relu)
+    _args = ("negative_slope", "inplace")
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope = negative_slope
         self.inplace = inplace
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}{_inplace_str(self.inplace)}"
-
-
-class ELU(Module):
+class ELU(FunctionalLayer):
     _fn = staticmethod(F.elu)
+    _args = ("alpha", "inplace")
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha = alpha
         self.inplace = inplace
 
-    def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input, self.alpha, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
-
 
 class CELU(ELU):
     _fn = staticmethod(F.celu)
 
 
-class RReLU(Module):
+class RReLU(FunctionalLayer):
     """Randomized leaky ReLU: slopes ~ U(lower, upper) in training, their mean in eval."""
+
+    _fn = staticmethod(F.rrelu)
+    _args = ("lower", "upper", "training", "inplace")
 
     def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
                  inplace: bool = False) -> None:
@@ -131,12 +118,6 @@ class RReLU(Module):
         self.lower = lower
         self.upper = upper
         self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
 
 
 class PReLU(Module):
@@ -160,100 +141,82 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-class GELU(Module):
+class GELU(FunctionalLayer):
+    _fn = staticmethod(F.gelu)
+    _args = ("approximate",)
+
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         self.approximate = approximate
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.gelu(input, approximate=self.approximate)
-
     def extra_repr(self) -> str:
-        return f"approximate={self.approximate!r}"
+        return f"approximate={self.approximate!r}"  # quoted, as torch prints it
 
 
-class _NoArgs(Module):
-    _fn = None
-
-    def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input)
-
-
-class Sigmoid(_NoArgs):
+class Sigmoid(FunctionalLayer):
     _fn = staticmethod(F.sigmoid)
 
 
-class Tanh(_NoArgs):
+class Tanh(FunctionalLayer):
     _fn = staticmethod(F.tanh)
 
 
-class LogSigmoid(_NoArgs):
+class LogSigmoid(FunctionalLayer):
     _fn = staticmethod(F.logsigmoid)
 
 
-class Softsign(_NoArgs):
+class Softsign(FunctionalLayer):
     _fn = staticmethod(F.softsign)
 
 
-class Tanhshrink(_NoArgs):
+class Tanhshrink(FunctionalLayer):
     _fn = staticmethod(F.tanhshrink)
 
 
-class Softplus(Module):
+class Softplus(FunctionalLayer):
+    _fn = staticmethod(F.softplus)
+    _args = ("beta", "threshold")
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta = beta
         self.threshold = threshold
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softplus(input, self.beta, self.threshold)
 
-    def extra_repr(self) -> str:
-        return f"beta={self.beta}, threshold={self.threshold}"
+class Threshold(FunctionalLayer):
+    _fn = staticmethod(F.threshold)
+    _args = ("threshold", "value", "inplace")
 
-
-class Threshold(Module):
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
         self.threshold = threshold
         self.value = value
         self.inplace = inplace
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.threshold(input, self.threshold, self.value, self.inplace)
 
-    def extra_repr(self) -> str:
-        return f"threshold={self.threshold}, value={self.value}{_inplace_str(self.inplace)}"
-
-
-class Hardshrink(Module):
+class Hardshrink(FunctionalLayer):
     _fn = staticmethod(F.hardshrink)
+    _args = ("lambd",)
 
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
 
-    def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input, self.lambd)
-
     def extra_repr(self) -> str:
-        return f"{self.lambd}"
+        return f"{self.lambd}"  # torch prints the bare value
 
 
 class Softshrink(Hardshrink):
     _fn = staticmethod(F.softshrink)
 
 
-class GLU(Module):
+class GLU(FunctionalLayer):
+    _fn = staticmethod(F.glu)
+    _args = ("dim",)
+
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.glu(input, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
 
 
 class Softmax2d(Module):
@@ -266,8 +229,8 @@ class Softmax2d(Module):
         return F.softmax(input, -3, _stacklevel=5)
 
 
-class _SoftmaxBase(Module):
-    _fn = None
+class _SoftmaxBase(FunctionalLayer):
+    _args = ("dim",)
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
@@ -279,10 +242,8 @@ class _SoftmaxBase(Module):
             self.dim = None
 
     def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+        # _stacklevel=5, as torch's layers pass: the frame the implicit-dim warning names
+        return self._fn(input, self.dim, _stacklevel=5)
 
 
 class Softmax(_SoftmaxBase):

@@ -9,6 +9,7 @@ from ember._tensor import Tensor
 from ember.nn import init
 from ember.nn._functional import conv as F
 from ember.nn._functional.vision import pad as _pad
+from ember.nn.modules._functional_layer import FunctionalLayer
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -27,9 +28,11 @@ class _ConvNd(Module):
     _nd = 2
     transposed = False
 
+    # Conv1d and Conv2d inherit this signature (torch's); the transposed convolutions add
+    # ``output_padding`` and set it after this runs.
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 output_padding=0, device=None, dtype=None) -> None:
+                 device=None, dtype=None) -> None:
         super().__init__()
         n = self._nd
         if groups <= 0:
@@ -52,7 +55,7 @@ class _ConvNd(Module):
         self.stride = _ntuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
         self.dilation = _ntuple(dilation, n)
-        self.output_padding = _ntuple(output_padding, n)
+        self.output_padding = (0,) * n
         self.groups, self.padding_mode = groups, padding_mode
         if isinstance(self.padding, str):
             total = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
@@ -111,21 +114,9 @@ class Conv1d(_ConvNd):
 
     _nd = 1
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, device=device, dtype=dtype)
-
 
 class Conv2d(_ConvNd):
     """2-D convolution over (N, C_in, H, W) input."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, device=device, dtype=dtype)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -138,7 +129,8 @@ class _ConvTransposeNd(_ConvNd):
             raise ValueError(f'Only "zeros" padding mode is supported for '
                              f"{type(self).__name__}")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, output_padding, device=device, dtype=dtype)
+                         groups, bias, padding_mode, device=device, dtype=dtype)
+        self.output_padding = _ntuple(output_padding, self._nd)
 
     def _output_padding(self, input: Tensor, output_size) -> tuple:
         if output_size is None:
@@ -175,37 +167,28 @@ class ConvTranspose2d(_ConvTransposeNd):
     """2-D transposed convolution (the adjoint of Conv2d in its input)."""
 
 
-class Unfold(Module):
+class Unfold(FunctionalLayer):
     """Extract sliding local blocks (im2col): (N, C, H, W) -> (N, C * kh * kw, L)."""
+
+    _fn = staticmethod(F.unfold)
+    _args = ("kernel_size", "dilation", "padding", "stride")
 
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1) -> None:
         super().__init__()
         self.kernel_size, self.dilation = kernel_size, dilation
         self.padding, self.stride = padding, stride
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
-    def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
-                f"padding={self.padding}, stride={self.stride}")
-
-
-class Fold(Module):
+class Fold(FunctionalLayer):
     """Combine sliding local blocks into an image (col2im), summing overlaps."""
+
+    _fn = staticmethod(F.fold)
+    _args = ("output_size", "kernel_size", "dilation", "padding", "stride")
 
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1) -> None:
         super().__init__()
         self.output_size, self.kernel_size = output_size, kernel_size
         self.dilation, self.padding, self.stride = dilation, padding, stride
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
-                      self.stride)
-
-    def extra_repr(self) -> str:
-        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
-                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
 
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold"]

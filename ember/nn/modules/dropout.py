@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from ember._tensor import Tensor
 from ember.nn._functional import dropout as F
-from ember.nn.modules.module import Module
+from ember.nn.modules._functional_layer import FunctionalLayer
 
 
-class _DropoutNd(Module):
-    _fn = None
+class _DropoutNd(FunctionalLayer):
+    _args = ("p", "training", "inplace")
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
@@ -17,11 +16,8 @@ class _DropoutNd(Module):
         self.p = p
         self.inplace = inplace
 
-    def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input, self.p, self.training, self.inplace)
-
     def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
+        return f"p={self.p}, inplace={self.inplace}"  # unlike activations: inplace always shown
 
 
 class Dropout(_DropoutNd):

@@ -11,6 +11,35 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 
+def _init_weight(module: Module, _weight: Tensor | None, requires_grad: bool, device,
+                 dtype) -> None:
+    """The (num_embeddings, embedding_dim) ``weight``: a fresh one, filled by the module's
+    ``reset_parameters``, or the given ``_weight``, whose shape must match."""
+    shape = (module.num_embeddings, module.embedding_dim)
+    if _weight is None:
+        module.weight = Parameter(empty(shape, dtype=dtype, device=device),
+                                  requires_grad=requires_grad)
+        module.reset_parameters()
+    else:
+        if tuple(_weight.shape) != shape:
+            raise AssertionError("Shape of weight does not match num_embeddings and "
+                                 "embedding_dim")
+        module.weight = Parameter(_weight, requires_grad=requires_grad)
+
+
+def _norm_options_repr(module: Module) -> str:
+    """The repr's ``max_norm``, ``norm_type`` and ``scale_grad_by_freq``, each only when it is
+    not the default."""
+    s = ""
+    if module.max_norm is not None:
+        s += f", max_norm={module.max_norm}"
+    if module.norm_type != 2:
+        s += f", norm_type={module.norm_type}"
+    if module.scale_grad_by_freq is not False:
+        s += f", scale_grad_by_freq={module.scale_grad_by_freq}"
+    return s
+
+
 class Embedding(Module):
     """Maps integer indices to rows of ``weight``; the ``padding_idx`` row gets no gradient.
 
@@ -36,15 +65,7 @@ class Embedding(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if _weight is None:
-            self.weight = Parameter(empty((num_embeddings, embedding_dim), dtype=dtype,
-                                          device=device), requires_grad=not _freeze)
-            self.reset_parameters()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and "
-                                     "embedding_dim")
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
+        _init_weight(self, _weight, not _freeze, device, dtype)
         self.sparse = sparse
 
     def reset_parameters(self) -> None:
@@ -65,12 +86,7 @@ class Embedding(Module):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += _norm_options_repr(self)
         if self.sparse is not False:
             s += ", sparse=True"
         return s
@@ -111,15 +127,7 @@ class EmbeddingBag(Module):
                 raise AssertionError("padding_idx must be within num_embeddings")
             padding_idx = padding_idx % num_embeddings
         self.padding_idx = padding_idx
-        if _weight is None:
-            self.weight = Parameter(empty((num_embeddings, embedding_dim), dtype=dtype,
-                                          device=device))
-            self.reset_parameters()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and "
-                                     "embedding_dim")
-            self.weight = Parameter(_weight)
+        _init_weight(self, _weight, True, device, dtype)
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
@@ -135,13 +143,7 @@ class EmbeddingBag(Module):
                              per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}" + _norm_options_repr(self)
         s += f", mode={self.mode!r}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"

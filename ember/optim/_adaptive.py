@@ -1,0 +1,81 @@
+"""What Adam, RMSprop and Adagrad share: per-parameter running statistics and their step loop."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember._tensor import Tensor
+from ember.optim.optimizer import (
+    Optimizer,
+    bump_step,
+    check_capturable,
+    check_flags,
+    effective_grad,
+    scratch_of,
+    step_tensor,
+    steps_to_tensors,
+)
+
+
+def check_non_negative(**options) -> None:
+    """torch's ``Invalid <name> value`` error for the first option (in the order given) that is
+    below zero."""
+    for name, value in options.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {name} value: {value}")
+
+
+def zeros_like(p: Tensor) -> Tensor:
+    """A zero-filled state buffer shaped like the parameter."""
+    return Tensor._make(np.zeros_like(p._data))
+
+
+class AdaptiveOptimizer(Optimizer):
+    """An optimizer that keeps running statistics of each parameter's gradients in
+    ``self.state[p]``, next to a ``step`` counter.
+
+    A subclass writes two methods: ``_new_state(p, group)``, the statistics a parameter starts
+    with, and ``_step_group(group, tmp)``, the update of one param group (``tmp`` hands out
+    reusable work arrays), which loops over ``self._params_with_grad(group, tmp, wd)``.
+    """
+
+    def __init__(self, params, defaults: dict) -> None:
+        super().__init__(params, defaults)
+        # torch checks the implementation flags once the param groups are built
+        check_flags(defaults.get("fused"), defaults["foreach"], defaults["differentiable"])
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        steps_to_tensors(self)
+
+    def _init_state(self, p: Tensor, group: dict) -> dict:
+        """``self.state[p]``, filled with ``step`` and ``_new_state``'s buffers when empty."""
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = step_tensor()
+            state.update(self._new_state(p, group))
+        return state
+
+    def _params_with_grad(self, group: dict, tmp, weight_decay: float):
+        """``(p, g, state, step)`` for each parameter of ``group`` that has a gradient.
+
+        ``g`` is the gradient the update uses: negated when maximizing, plus ``weight_decay * p``
+        (in work arrays, never in ``p.grad``). ``state`` is made on the parameter's first step;
+        ``step`` is its count, already advanced by one.
+        """
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            state = self._init_state(p, group)
+            step = bump_step(state)
+            yield p, effective_grad(p, group["maximize"], weight_decay, tmp), state, step
+
+    def step(self, closure=None):
+        """Perform a single optimization step; returns ``closure()``'s loss if given."""
+        loss = self._closure_loss(closure)
+        tmp = scratch_of(self)
+        for group in self.param_groups:
+            if "capturable" in self.defaults:  # an option of Adam and RMSprop, not Adagrad
+                check_capturable(group)
+            self._step_group(group, tmp)
+        return loss
