@@ -1,6 +1,8 @@
 """Dropout: elementwise (dropout) and channel-wise (dropout1d/2d/3d) masks, scaled by 1/(1-p).
 
-The result is ``input * mask`` (MulBackward0 with a constant mask), as torch records it.
+The result is ``input * mask`` (MulBackward0 with a constant mask), as torch records it, and
+the mask is drawn as torch's CPU kernel draws it (``bernoulli_(1 - p)``), so a seeded run drops
+the same units as torch.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ember._random import rng
+from ember._random import bernoulli_sample
 from ember._tensor import Tensor
 from ember.ops.inplace import apply_inplace
 
@@ -19,13 +21,19 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _keep(input: Tensor, p: float, mask_shape: tuple) -> np.ndarray:
+    """torch's noise: ``empty(mask_shape).bernoulli_(1 - p)`` in the input's dtype."""
+    return bernoulli_sample(mask_shape, 1.0 - p).astype(input._data.dtype)
+
+
 def _masked(input: Tensor, p: float, mask_shape: tuple, inplace: bool) -> Tensor:
     dt = input._data.dtype
+    if p == 0.0 or input._data.size == 0:
+        return input  # torch returns the input itself: no draw, no node
     if p == 1.0:
-        mask = np.zeros(mask_shape, dtype=dt)
+        mask = np.zeros((), dtype=dt)
     else:
-        keep = rng(None).random(mask_shape, dtype=np.float32) >= p
-        mask = np.multiply(keep, np.asarray(1.0 / (1.0 - p), dtype=dt), dtype=dt)
+        mask = _keep(input, p, mask_shape) / dt.type(1.0 - p)  # noise.div_(1 - p)
     m = Tensor._make(mask)
     if inplace:
         return apply_inplace(input, lambda t: t * m)
@@ -104,19 +112,20 @@ _SELU_ALPHA_PRIME = 1.7580993408473766
 
 def _alpha(input: Tensor, p: float, training: bool, inplace: bool, feature: bool) -> Tensor:
     _check_p(p)
-    if not training or p == 0:
+    if not training or p == 0 or input._data.size == 0:
         return input
+    dt = input._data.dtype
     if p == 1:
-        return input * 0.0
+        zero = Tensor._make(np.zeros((), dtype=dt))
+        return apply_inplace(input, lambda t: t * zero) if inplace else input * zero
     shape = input._data.shape
-    mask_shape = shape[:2] + (1,) * (len(shape) - 2) if feature else shape
-    keep = (rng(None).random(mask_shape) >= p).astype(input._data.dtype)
+    keep = _keep(input, p, shape[:2] + (1,) * (len(shape) - 2) if feature else shape)
     # Keep the SELU fixed point (mean 0, variance 1): dropped units go to -alpha', then an
-    # affine map a * x + b restores the moments.
+    # affine map a * x + b restores the moments. Same float steps as torch's kernel.
     a = 1.0 / np.sqrt((_SELU_ALPHA_PRIME**2 * p + 1) * (1 - p))
-    b = Tensor._make(((keep - 1) * _SELU_ALPHA_PRIME * a + _SELU_ALPHA_PRIME * a * p)
-                     .astype(input._data.dtype))
-    noise = Tensor._make((keep * a).astype(input._data.dtype))
+    b = Tensor._make((keep - dt.type(1)) * dt.type(_SELU_ALPHA_PRIME * a)
+                     + dt.type(_SELU_ALPHA_PRIME * a * p))
+    noise = Tensor._make(keep * dt.type(a))
     if inplace:
         return apply_inplace(input, lambda t: t * noise + b)
     return input * noise + b
