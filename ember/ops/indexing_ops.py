@@ -87,6 +87,17 @@ def _2d(a: np.ndarray) -> np.ndarray:
     return a.reshape(1) if a.ndim == 0 else a
 
 
+def _src_part(src: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The leading block of ``src`` that scatter reads (src may be larger than index)."""
+    return _2d(src)[tuple(slice(0, s) for s in _2d(index).shape)]
+
+
+def _along(a: np.ndarray, dim: int) -> np.ndarray:
+    """A view of ``a`` with ``dim`` first, so ``_along(a, dim)[index]`` are the slices the
+    index_* ops address (writes go through to ``a``)."""
+    return np.moveaxis(_2d(a), dim, 0)
+
+
 # --- gather / scatter -----------------------------------------------------------------------
 
 
@@ -118,8 +129,7 @@ class ScatterAdd(Op):
     def forward(ctx, x, src, index=None, dim=0):
         ctx.index, ctx.dim, ctx.sshape = index, dim, src.shape
         out = x.copy()
-        i2 = _2d(index)
-        np.add.at(_2d(out), _full_index(i2, dim), _2d(src)[tuple(slice(0, s) for s in i2.shape)])
+        np.add.at(_2d(out), _full_index(_2d(index), dim), _src_part(src, index))
         return out
 
     @staticmethod
@@ -136,8 +146,7 @@ class Scatter(Op):
     def forward(ctx, x, src, index=None, dim=0):
         ctx.index, ctx.dim, ctx.sshape = index, dim, src.shape
         out = x.copy()
-        i2 = _2d(index)
-        _2d(out)[_full_index(i2, dim)] = _2d(src)[tuple(slice(0, s) for s in i2.shape)]
+        _2d(out)[_full_index(_2d(index), dim)] = _src_part(src, index)
         return out
 
     @staticmethod
@@ -171,10 +180,9 @@ class ScatterLegacyReduce(Op):
     @staticmethod
     def forward(ctx, x, src, index=None, dim=0, reduce="add"):
         out = x.copy()
-        i2 = _2d(index)
-        vals = _2d(src)[tuple(slice(0, s) for s in i2.shape)] if src.ndim else src
+        vals = _src_part(src, index) if src.ndim else src
         ufunc = np.add if reduce == "add" else np.multiply
-        ufunc.at(_2d(out), _full_index(i2, dim), vals)
+        ufunc.at(_2d(out), _full_index(_2d(index), dim), vals)
         return out
 
     @staticmethod
@@ -281,7 +289,7 @@ class IndexAdd(Op):
         ctx.index, ctx.dim, ctx.alpha = index, dim, alpha
         out = x.copy()
         s = src if alpha == 1 else src * np.asarray(alpha, src.dtype)
-        np.add.at(np.moveaxis(_2d(out), dim, 0), index, np.moveaxis(_2d(s), dim, 0))
+        np.add.at(_along(out, dim), index, _along(s, dim))
         return out
 
     @staticmethod
@@ -323,7 +331,7 @@ class IndexFill(Op):
     def forward(ctx, x, index=None, dim=0, value=0):
         ctx.index, ctx.dim = index, dim
         out = x.copy()
-        np.moveaxis(_2d(out), dim, 0)[index] = value
+        _along(out, dim)[index] = value
         return out
 
     @staticmethod
@@ -338,7 +346,7 @@ class IndexFillTensor(Op):
     def forward(ctx, x, v, index=None, dim=0):
         ctx.index, ctx.dim = index, dim
         out = x.copy()
-        np.moveaxis(_2d(out), dim, 0)[index] = v
+        _along(out, dim)[index] = v
         return out
 
     @staticmethod
@@ -367,7 +375,7 @@ class IndexCopy(Op):
     def forward(ctx, x, src, index=None, dim=0):
         ctx.index, ctx.dim = index, dim
         out = x.copy()
-        np.moveaxis(_2d(out), dim, 0)[index] = np.moveaxis(_2d(src), dim, 0)
+        _along(out, dim)[index] = _along(src, dim)
         return out
 
     @staticmethod

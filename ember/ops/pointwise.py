@@ -1,7 +1,9 @@
 """Elementwise ops: arithmetic, comparisons, math functions, and dtype copies.
 
 Each op is an ``Op``: ``forward`` on arrays right above ``backward`` on ember Tensors.
-Broadcasting is undone by the engine (``broadcasts = True``), not here.
+Broadcasting is undone by the engine (``broadcasts = True``), not here. Ops whose forward is
+one NumPy call and whose backward is one formula are declared in a line each with
+``elementwise_op`` (ember/ops/_common.py).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op, OpNode
-from ember.ops._promote import binary_args, float_arg, scalar_array
+from ember.ops._common import elementwise_op, float_unary, quiet
+from ember.ops._promote import binary_args, scalar_array
 
 
 class ToCopy(Op):
@@ -56,6 +59,16 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
 # --- arithmetic ---------------------------------------------------------------------------
 
 
+def _alpha_times(x: np.ndarray, alpha) -> np.ndarray:
+    """``alpha * x`` in x's dtype; alpha is 1 in nearly every call, which costs nothing."""
+    return x if alpha == 1 else x * np.asarray(alpha, dtype=x.dtype)
+
+
+def _minus_alpha_times(g: Tensor, alpha) -> Tensor:
+    """The gradient of the subtracted operand of ``a - alpha * b``."""
+    return -g if alpha == 1 else g * (-alpha)
+
+
 class Add(Op):
     node_name = "AddBackward0"
     broadcasts = True
@@ -63,7 +76,7 @@ class Add(Op):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         ctx.alpha = alpha
-        return a + b if alpha == 1 else a + b * np.asarray(alpha, dtype=b.dtype)
+        return a + _alpha_times(b, alpha)
 
     @staticmethod
     def backward(ctx, g):
@@ -77,27 +90,28 @@ class Sub(Op):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         ctx.alpha = alpha
-        return a - b if alpha == 1 else a - b * np.asarray(alpha, dtype=b.dtype)
+        return a - _alpha_times(b, alpha)
 
     @staticmethod
     def backward(ctx, g):
-        return g, -g if ctx.alpha == 1 else g * (-ctx.alpha)
+        return g, _minus_alpha_times(g, ctx.alpha)
 
 
 class Rsub(Op):
-    """``other - alpha * self`` with both tensors; edges in (self, other) order, as torch."""
+    """``other - alpha * self`` with both tensors: ``Sub`` with its operands swapped, keeping
+    the edges in (self, other) order, as torch."""
 
     node_name = "RsubBackward0"
     broadcasts = True
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        ctx.alpha = alpha
-        return b - a if alpha == 1 else b - a * np.asarray(alpha, dtype=a.dtype)
+        return Sub.forward(ctx, b, a, alpha)
 
     @staticmethod
     def backward(ctx, g):
-        return (-g if ctx.alpha == 1 else g * (-ctx.alpha)), g
+        g_other, g_self = Sub.backward(ctx, g)
+        return g_self, g_other
 
 
 class RsubScalar(Op):
@@ -108,12 +122,11 @@ class RsubScalar(Op):
     @staticmethod
     def forward(ctx, a, other=0, alpha=1):
         ctx.alpha = alpha
-        return scalar_array(other, a.dtype) - (a if alpha == 1 else
-                                                   a * np.asarray(alpha, dtype=a.dtype))
+        return scalar_array(other, a.dtype) - _alpha_times(a, alpha)
 
     @staticmethod
     def backward(ctx, g):
-        return -g if ctx.alpha == 1 else g * (-ctx.alpha)
+        return _minus_alpha_times(g, ctx.alpha)
 
 
 class Mul(Op):
@@ -195,16 +208,7 @@ class NotDifferentiable(Op):
         raise RuntimeError(f"derivative for aten::{ctx.op} is not implemented")
 
 
-class Neg(Op):
-    node_name = "NegBackward0"
-
-    @staticmethod
-    def forward(ctx, x):
-        return -x
-
-    @staticmethod
-    def backward(ctx, g):
-        return -g
+Neg = elementwise_op("Neg", np.negative, lambda g: -g)
 
 
 def _check_alpha(a: Tensor, alpha) -> None:
@@ -331,98 +335,24 @@ def _lhs_tensor(a, b):
 # --- unary math ---------------------------------------------------------------------------
 
 
-class Exp(Op):
-    node_name = "ExpBackward0"
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(over="ignore"):
-            return np.exp(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return g * out
+def _sigmoid(x):
+    # exp of a non-positive number never overflows: split by sign for stability.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-class Log(Op):
-    node_name = "LogBackward0"
-    saves = (0,)
+# One line per op (see ember/ops/_common.py): the NumPy forward, then the gradient formula.
+Exp = elementwise_op("Exp", quiet(np.exp), lambda g, out: g * out, saves=("result",))
+Log = elementwise_op("Log", quiet(np.log), lambda g, x: g / x, saves=("self",))
+Tanh = elementwise_op("Tanh", np.tanh, lambda g, y: g * (1 - y * y), saves=("result",))
+Sigmoid = elementwise_op("Sigmoid", _sigmoid, lambda g, y: g * y * (1 - y), saves=("result",))
+Relu = elementwise_op("Relu", lambda x: np.maximum(x, 0), lambda g, y: g * (y > 0),
+                      saves=("result",))
 
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g / x
-
-
-class Tanh(Op):
-    node_name = "TanhBackward0"
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, x):
-        return np.tanh(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * (1 - y * y)
-
-
-class Sigmoid(Op):
-    node_name = "SigmoidBackward0"
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, x):
-        # exp of a non-positive number never overflows: split by sign for stability.
-        e = np.exp(-np.abs(x))
-        return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * y * (1 - y)
-
-
-class Relu(Op):
-    node_name = "ReluBackward0"
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, x):
-        return np.maximum(x, 0)
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * (y > 0)
-
-
-def exp(x: Tensor) -> Tensor:
-    """Elementwise e**x."""
-    return Exp.apply(float_arg(x))
-
-
-def log(x: Tensor) -> Tensor:
-    """Natural logarithm (-inf at 0, NaN below)."""
-    return Log.apply(float_arg(x))
-
-
-def tanh(x: Tensor) -> Tensor:
-    """Hyperbolic tangent."""
-    return Tanh.apply(float_arg(x))
-
-
-def sigmoid(x: Tensor) -> Tensor:
-    """``1 / (1 + exp(-x))``, computed without overflow."""
-    return Sigmoid.apply(float_arg(x))
+exp = float_unary(Exp, "exp", "Elementwise e**x.")
+log = float_unary(Log, "log", "Natural logarithm (-inf at 0, NaN below).")
+tanh = float_unary(Tanh, "tanh", "Hyperbolic tangent.")
+sigmoid = float_unary(Sigmoid, "sigmoid", "``1 / (1 + exp(-x))``, computed without overflow.")
 
 
 def relu(x: Tensor) -> Tensor:

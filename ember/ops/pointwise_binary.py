@@ -10,68 +10,42 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._common import elementwise_op, quiet
 from ember.ops._promote import binary_args, cast
 from ember.ops.pointwise import NotDifferentiable, where
-from ember.ops.pointwise_more import not_for
+from ember.ops.pointwise_more import need_tensor, not_for, tensor_pair_fn
 
-
-def _need_tensor(name: str, other, pos: int = 2) -> None:
-    if not isinstance(other, Tensor):
-        raise TypeError(f"{name}(): argument 'other' (position {pos}) must be Tensor, not "
-                        f"{type(other).__name__}")
+SELF_OTHER = ("self", "other")  # what the gradient formulas below read, in this order
 
 
 def _float_pair(a: Tensor, b: Tensor):
     return binary_args(a, b, float_result=True)
 
 
-class Atan2(Op):
-    node_name = "Atan2Backward0"
-    broadcasts = True
-    saves = (0, 1)
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return np.arctan2(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        recip = (a * a + b * b).reciprocal()
-        return (g * b * recip if need[0] else None), (g * -a * recip if need[1] else None)
+# Two-input ops: the NumPy forward, then d/d(self) and d/d(other) of the gradient g.
+Atan2 = elementwise_op("Atan2", np.arctan2,
+                       lambda g, a, b: g * b * (a * a + b * b).reciprocal(),
+                       lambda g, a, b: g * -a * (a * a + b * b).reciprocal(), saves=SELF_OTHER)
+Hypot = elementwise_op("Hypot", np.hypot, lambda g, a, b, out: g * a / out,
+                       lambda g, a, b, out: g * b / out, saves=("self", "other", "result"))
+Logaddexp = elementwise_op("Logaddexp", np.logaddexp,
+                           lambda g, a, b: g / ((b - a).exp() + 1),
+                           lambda g, a, b: g / ((a - b).exp() + 1), saves=SELF_OTHER)
+Logaddexp2 = elementwise_op("Logaddexp2", np.logaddexp2,
+                            lambda g, a, b: g / ((b - a).exp2() + 1),
+                            lambda g, a, b: g / ((a - b).exp2() + 1), saves=SELF_OTHER)
 
 
 def atan2(a: Tensor, other: Tensor) -> Tensor:
     """Angle of the point (other, a), in (-pi, pi]."""
-    _need_tensor("atan2", other)
+    need_tensor("atan2", other)
     return Atan2.apply(*_float_pair(a, other))
 
 
-class Hypot(Op):
-    node_name = "HypotBackward0"
-    broadcasts = True
-    saves = (0, 1)
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return np.hypot(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b, out = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        return (g * a / out if need[0] else None), (g * b / out if need[1] else None)
-
-
-def hypot(a: Tensor, other: Tensor) -> Tensor:
-    """``sqrt(a**2 + other**2)`` without overflow."""
-    _need_tensor("hypot", other)
-    a, b = binary_args(a, other)
-    if not a.dtype.is_floating_point:
-        raise not_for("hypot_cpu", a.dtype)
-    return Hypot.apply(a, b)
+hypot = tensor_pair_fn(Hypot, "hypot", float_only=True,
+                       doc="``sqrt(a**2 + other**2)`` without overflow.")
+logaddexp = tensor_pair_fn(Logaddexp, "logaddexp", float_only=True)
+logaddexp2 = tensor_pair_fn(Logaddexp2, "logaddexp2", float_only=True)
 
 
 def _lerp_values(a, b, w):
@@ -211,21 +185,9 @@ def _xlogy_values(x, y):
         return np.where((x == 0) & ~np.isnan(y), 0, x * np.log(y)).astype(x.dtype, copy=False)
 
 
-class Xlogy(Op):
-    node_name = "XlogyBackward0"
-    broadcasts = True
-    saves = (0, 1)
-
-    @staticmethod
-    def forward(ctx, x, y):
-        return _xlogy_values(x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, y = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        return (g * xlogy((x != 0).to(g.dtype), y) if need[0] else None), \
-            (g * x / y if need[1] else None)
+Xlogy = elementwise_op("Xlogy", _xlogy_values,
+                       lambda g, x, y: g * xlogy((x != 0).to(g.dtype), y),
+                       lambda g, x, y: g * x / y, saves=SELF_OTHER)
 
 
 class XlogyScalarSelf(Op):
@@ -273,86 +235,19 @@ def xlogy(x, y) -> Tensor:
     return XlogyScalarSelf.apply(y2, x=x)
 
 
-class Logaddexp(Op):
-    node_name = "LogaddexpBackward0"
-    broadcasts = True
-    saves = (0, 1)
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return np.logaddexp(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        return (g / ((b - a).exp() + 1) if need[0] else None), \
-            (g / ((a - b).exp() + 1) if need[1] else None)
+def _copysign_grad(g: Tensor, a: Tensor, out: Tensor) -> Tensor:
+    """d copysign(a, b) / da is sign(out / a): +-1, and 0 where a is 0."""
+    return g * where(a == 0, g.new_zeros(()), out / a)
 
 
-class Logaddexp2(Op):
-    node_name = "Logaddexp2Backward0"
-    broadcasts = True
-    saves = (0, 1)
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return np.logaddexp2(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        return (g / ((b - a).exp2() + 1) if need[0] else None), \
-            (g / ((a - b).exp2() + 1) if need[1] else None)
+def _copysign_scalar(a, other=1.0):
+    return np.copysign(a, np.asarray(other, dtype=a.dtype))
 
 
-def _logaddexp(op, name: str):
-    def fn(a: Tensor, other: Tensor) -> Tensor:
-        _need_tensor(name, other)
-        a, b = binary_args(a, other)
-        if not a.dtype.is_floating_point:
-            raise not_for(f"{name}_cpu", a.dtype)
-        return op.apply(a, b)
-    fn.__name__ = name
-    return fn
-
-
-logaddexp = _logaddexp(Logaddexp, "logaddexp")
-logaddexp2 = _logaddexp(Logaddexp2, "logaddexp2")
-
-
-class Copysign(Op):
-    node_name = "CopysignBackward0"
-    broadcasts = True
-    saves = (0,)
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return np.copysign(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, out = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        ratio = where(a == 0, g.new_zeros(()), out / a)
-        return (g * ratio if need[0] else None), (g * 0 if need[1] else None)
-
-
-class CopysignScalar(Op):
-    node_name = "CopysignBackward1"
-    saves = (0,)
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, a, other=1.0):
-        return np.copysign(a, np.asarray(other, dtype=a.dtype))
-
-    @staticmethod
-    def backward(ctx, g):
-        a, out = ctx.saved_tensors
-        return g * where(a == 0, g.new_zeros(()), out / a)
+Copysign = elementwise_op("Copysign", np.copysign, _copysign_grad, lambda g, a, out: g * 0,
+                          saves=("self", "result"))
+CopysignScalar = elementwise_op("CopysignScalar", _copysign_scalar, _copysign_grad,
+                                saves=("self", "result"), node_name="CopysignBackward1")
 
 
 def copysign(a: Tensor, other) -> Tensor:
@@ -363,18 +258,8 @@ def copysign(a: Tensor, other) -> Tensor:
     return CopysignScalar.apply(a, other=float(other))
 
 
-class NanToNum(Op):
-    node_name = "NanToNumBackward0"
-    saves = (0,)
-
-    @staticmethod
-    def forward(ctx, x, nan=0.0, posinf=None, neginf=None):
-        return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return where(x.isfinite(), g, g.new_zeros(()))
+NanToNum = elementwise_op("NanToNum", np.nan_to_num,
+                          lambda g, x: where(x.isfinite(), g, g.new_zeros(())), saves=("self",))
 
 
 def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
@@ -385,35 +270,23 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
     return NanToNum.apply(x, nan=nan, posinf=posinf, neginf=neginf)
 
 
-class Ldexp(Op):
-    """``input * 2 ** other``."""
+def _ldexp(x, e):
+    return x * np.exp2(e)
 
-    node_name = "LdexpBackward0"
-    broadcasts = True
-    saves = (1,)
-    saves_output = True
 
-    @staticmethod
-    def forward(ctx, x, e):
-        with np.errstate(over="ignore", invalid="ignore"):
-            return x * np.exp2(e)
-
-    @staticmethod
-    def backward(ctx, g):
-        e, out = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        return (g * e.exp2() if need[0] else None), (g * out * LN2 if need[1] else None)
+Ldexp = elementwise_op("Ldexp", quiet(_ldexp), lambda g, e, out: g * e.exp2(),
+                       lambda g, e, out: g * out * LN2, saves=("other", "result"))
 
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """``input * 2**other``."""
-    _need_tensor("ldexp", other)
+    need_tensor("ldexp", other)
     return Ldexp.apply(*_float_pair(input, other))
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (no gradient)."""
-    _need_tensor("heaviside", values)
+    need_tensor("heaviside", values)
     if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     binary_args(input, values)

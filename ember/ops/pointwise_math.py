@@ -12,262 +12,55 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._common import elementwise_op, float_unary, quiet
 from ember.ops._promote import float_arg
 
 LN2, LN10 = math.log(2.0), math.log(10.0)
-
-
-def _quiet(ufunc):
-    def forward(ctx, x):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return ufunc(x)
-    return staticmethod(forward)
-
-
-class Exp2(Op):
-    node_name = "Exp2Backward0"
-    saves_output = True
-    forward = _quiet(np.exp2)
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return g * out * LN2
-
-
-class Expm1(Op):
-    node_name = "Expm1Backward0"
-    saves_output = True
-    forward = _quiet(np.expm1)
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return g * (out + 1)
-
-
-class Log2(Op):
-    node_name = "Log2Backward0"
-    saves = (0,)
-    forward = _quiet(np.log2)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g / (x * LN2)
-
-
-class Log10(Op):
-    node_name = "Log10Backward0"
-    saves = (0,)
-    forward = _quiet(np.log10)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g / (x * LN10)
-
-
-class Log1p(Op):
-    node_name = "Log1PBackward0"
-    saves = (0,)
-    forward = _quiet(np.log1p)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g / (x + 1)
-
-
-class Sqrt(Op):
-    node_name = "SqrtBackward0"
-    saves_output = True
-    forward = _quiet(np.sqrt)
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return g / (out * 2)
+SELF, RESULT = ("self",), ("result",)  # what a backward formula needs saved
 
 
 def _rsqrt(x):
     return np.reciprocal(np.sqrt(x))
 
 
-class Rsqrt(Op):
-    node_name = "RsqrtBackward0"
-    saves_output = True
-    forward = _quiet(_rsqrt)
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return g * out ** 3 * -0.5
+def _sinc_grad(g, x):
+    # d/dx sin(pi x) / (pi x); the 0/0 at x = 0 is a gradient of 0.
+    px = x * math.pi
+    return g * ((px * px.cos() - px.sin()) / (px * x)).nan_to_num(0.0, 0.0, 0.0)
 
 
-class Reciprocal(Op):
-    node_name = "ReciprocalBackward0"
-    saves_output = True
-    forward = _quiet(np.reciprocal)
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return -g * (out * out)
-
-
-class Sin(Op):
-    node_name = "SinBackward0"
-    saves = (0,)
-    forward = _quiet(np.sin)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * x.cos()
-
-
-class Cos(Op):
-    node_name = "CosBackward0"
-    saves = (0,)
-    forward = _quiet(np.cos)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * -x.sin()
-
-
-class Tan(Op):
-    node_name = "TanBackward0"
-    saves_output = True
-    forward = _quiet(np.tan)
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return g * (out * out + 1)
-
-
-class Asin(Op):
-    node_name = "AsinBackward0"
-    saves = (0,)
-    forward = _quiet(np.arcsin)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (1 - x * x).rsqrt()
-
-
-class Acos(Op):
-    node_name = "AcosBackward0"
-    saves = (0,)
-    forward = _quiet(np.arccos)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return -g * (1 - x * x).rsqrt()
-
-
-class Atan(Op):
-    node_name = "AtanBackward0"
-    saves = (0,)
-    forward = _quiet(np.arctan)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g / (x * x + 1)
-
-
-class Sinh(Op):
-    node_name = "SinhBackward0"
-    saves = (0,)
-    forward = _quiet(np.sinh)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * x.cosh()
-
-
-class Cosh(Op):
-    node_name = "CoshBackward0"
-    saves = (0,)
-    forward = _quiet(np.cosh)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * x.sinh()
-
-
-class Asinh(Op):
-    node_name = "AsinhBackward0"
-    saves = (0,)
-    forward = _quiet(np.arcsinh)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (x * x + 1).rsqrt()
-
-
-class Acosh(Op):
-    node_name = "AcoshBackward0"
-    saves = (0,)
-    forward = _quiet(np.arccosh)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (x * x - 1).rsqrt()
-
-
-class Atanh(Op):
-    node_name = "AtanhBackward0"
-    saves = (0,)
-    forward = _quiet(np.arctanh)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g / (1 - x * x)
-
-
-class Deg2Rad(Op):
-    node_name = "Deg2RadBackward0"
-    forward = _quiet(np.deg2rad)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * (math.pi / 180)
-
-
-class Rad2Deg(Op):
-    node_name = "Rad2DegBackward0"
-    forward = _quiet(np.rad2deg)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * (180 / math.pi)
-
-
-class Sinc(Op):
-    """``sin(pi x) / (pi x)``, 1 at 0."""
-
-    node_name = "SincBackward0"
-    saves = (0,)
-    forward = _quiet(np.sinc)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        px = x * math.pi
-        d = ((px * px.cos() - px.sin()) / (px * x)).nan_to_num(0.0, 0.0, 0.0)
-        return g * d
+# Each op: its class name (grad_fn <Name>Backward0), the NumPy forward, the gradient formula
+# (g = dL/d(out), saved tensors) -> dL/dx, and which of input ("self") and output ("result")
+# the formula reads.
+Exp2 = elementwise_op("Exp2", quiet(np.exp2), lambda g, out: g * out * LN2, saves=RESULT)
+Expm1 = elementwise_op("Expm1", quiet(np.expm1), lambda g, out: g * (out + 1), saves=RESULT)
+Log2 = elementwise_op("Log2", quiet(np.log2), lambda g, x: g / (x * LN2), saves=SELF)
+Log10 = elementwise_op("Log10", quiet(np.log10), lambda g, x: g / (x * LN10), saves=SELF)
+Log1p = elementwise_op("Log1p", quiet(np.log1p), lambda g, x: g / (x + 1), saves=SELF,
+                       node_name="Log1PBackward0")
+Sqrt = elementwise_op("Sqrt", quiet(np.sqrt), lambda g, out: g / (out * 2), saves=RESULT)
+Rsqrt = elementwise_op("Rsqrt", quiet(_rsqrt), lambda g, out: g * out ** 3 * -0.5,
+                       saves=RESULT)
+Reciprocal = elementwise_op("Reciprocal", quiet(np.reciprocal),
+                            lambda g, out: -g * (out * out), saves=RESULT)
+Sin = elementwise_op("Sin", quiet(np.sin), lambda g, x: g * x.cos(), saves=SELF)
+Cos = elementwise_op("Cos", quiet(np.cos), lambda g, x: g * -x.sin(), saves=SELF)
+Tan = elementwise_op("Tan", quiet(np.tan), lambda g, out: g * (out * out + 1), saves=RESULT)
+Asin = elementwise_op("Asin", quiet(np.arcsin), lambda g, x: g * (1 - x * x).rsqrt(),
+                      saves=SELF)
+Acos = elementwise_op("Acos", quiet(np.arccos), lambda g, x: -g * (1 - x * x).rsqrt(),
+                      saves=SELF)
+Atan = elementwise_op("Atan", quiet(np.arctan), lambda g, x: g / (x * x + 1), saves=SELF)
+Sinh = elementwise_op("Sinh", quiet(np.sinh), lambda g, x: g * x.cosh(), saves=SELF)
+Cosh = elementwise_op("Cosh", quiet(np.cosh), lambda g, x: g * x.sinh(), saves=SELF)
+Asinh = elementwise_op("Asinh", quiet(np.arcsinh), lambda g, x: g * (x * x + 1).rsqrt(),
+                       saves=SELF)
+Acosh = elementwise_op("Acosh", quiet(np.arccosh), lambda g, x: g * (x * x - 1).rsqrt(),
+                       saves=SELF)
+Atanh = elementwise_op("Atanh", quiet(np.arctanh), lambda g, x: g / (1 - x * x), saves=SELF)
+Deg2Rad = elementwise_op("Deg2Rad", quiet(np.deg2rad), lambda g: g * (math.pi / 180))
+Rad2Deg = elementwise_op("Rad2Deg", quiet(np.rad2deg), lambda g: g * (180 / math.pi))
+Sinc = elementwise_op("Sinc", quiet(np.sinc), _sinc_grad, saves=SELF)  # sin(pi x)/(pi x), 1 at 0
 
 
 class Logit(Op):
@@ -311,36 +104,28 @@ AcoshInplace = _inplace_variant(Acosh, "acosh")
 AtanhInplace = _inplace_variant(Atanh, "atanh")
 
 
-def _unary(op, name: str):
-    def fn(x: Tensor) -> Tensor:
-        return op.apply(float_arg(x))
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}``; integer inputs give the default float dtype."
-    return fn
-
-
-exp2 = _unary(Exp2, "exp2")
-expm1 = _unary(Expm1, "expm1")
-log2 = _unary(Log2, "log2")
-log10 = _unary(Log10, "log10")
-log1p = _unary(Log1p, "log1p")
-sqrt = _unary(Sqrt, "sqrt")
-rsqrt = _unary(Rsqrt, "rsqrt")
-reciprocal = _unary(Reciprocal, "reciprocal")
-sin = _unary(Sin, "sin")
-cos = _unary(Cos, "cos")
-tan = _unary(Tan, "tan")
-asin = _unary(Asin, "asin")
-acos = _unary(Acos, "acos")
-atan = _unary(Atan, "atan")
-sinh = _unary(Sinh, "sinh")
-cosh = _unary(Cosh, "cosh")
-asinh = _unary(Asinh, "asinh")
-acosh = _unary(Acosh, "acosh")
-atanh = _unary(Atanh, "atanh")
-deg2rad = _unary(Deg2Rad, "deg2rad")
-rad2deg = _unary(Rad2Deg, "rad2deg")
-sinc = _unary(Sinc, "sinc")
+exp2 = float_unary(Exp2, "exp2")
+expm1 = float_unary(Expm1, "expm1")
+log2 = float_unary(Log2, "log2")
+log10 = float_unary(Log10, "log10")
+log1p = float_unary(Log1p, "log1p")
+sqrt = float_unary(Sqrt, "sqrt")
+rsqrt = float_unary(Rsqrt, "rsqrt")
+reciprocal = float_unary(Reciprocal, "reciprocal")
+sin = float_unary(Sin, "sin")
+cos = float_unary(Cos, "cos")
+tan = float_unary(Tan, "tan")
+asin = float_unary(Asin, "asin")
+acos = float_unary(Acos, "acos")
+atan = float_unary(Atan, "atan")
+sinh = float_unary(Sinh, "sinh")
+cosh = float_unary(Cosh, "cosh")
+asinh = float_unary(Asinh, "asinh")
+acosh = float_unary(Acosh, "acosh")
+atanh = float_unary(Atanh, "atanh")
+deg2rad = float_unary(Deg2Rad, "deg2rad")
+rad2deg = float_unary(Rad2Deg, "rad2deg")
+sinc = float_unary(Sinc, "sinc")
 
 _NAMES = {
     "exp2": exp2, "expm1": expm1, "log2": log2, "log10": log10, "log1p": log1p, "sqrt": sqrt,

@@ -8,6 +8,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._common import elementwise_op, public, quiet
 from ember.ops._promote import binary_args, cast, const, scalar_array
 from ember.ops.pointwise import NotDifferentiable, _lhs_tensor, where
 
@@ -27,14 +28,13 @@ def _check_int_zero(b: Tensor) -> None:
         raise RuntimeError("ZeroDivisionError")
 
 
-def _quiet(fn):
-    def run(*arrays):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return fn(*arrays)
-    return run
+def _floordiv(a, b):
+    # Only x // 0 is silenced: NumPy still warns on overflow (int64 min // -1).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.floor_divide(a, b)
 
 
-_floordiv = _quiet(np.floor_divide)
+_remainder, _fmod = quiet(np.remainder), quiet(np.fmod)
 
 
 def _tensor_pair(a, b, kernel: str):
@@ -75,59 +75,50 @@ def int_div(a: Tensor, b: Tensor, mode: str) -> Tensor:
 
 
 class Remainder(Op):
+    """``a - b * floor(a / b)``; ``Fmod`` is the same with ``trunc``."""
+
     node_name = "RemainderBackward1"
     broadcasts = True
     saves = (0, 1)
+    fn = staticmethod(_remainder)
+    rounding_mode = "floor"
 
-    @staticmethod
-    def forward(ctx, a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.remainder(a, b)
+    @classmethod
+    def forward(cls, ctx, a, b):
+        return cls.fn(a, b)
 
-    @staticmethod
-    def backward(ctx, g):
+    @classmethod
+    def backward(cls, ctx, g):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
-        return (g if need[0] else None), (-g * a.div(b, rounding_mode="floor")
+        return (g if need[0] else None), (-g * a.div(b, rounding_mode=cls.rounding_mode)
                                           if need[1] else None)
 
 
-class RemainderScalar(Op):
-    node_name = "RemainderBackward0"
+class Fmod(Remainder):
+    node_name = "FmodBackward1"
+    fn = staticmethod(_fmod)
+    rounding_mode = "trunc"
 
-    @staticmethod
-    def forward(ctx, a, other=1):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.remainder(a, scalar_array(other, a.dtype))
+
+class RemainderScalar(Op):
+    """``tensor % number``: the gradient is 1 (only the tensor has an edge)."""
+
+    node_name = "RemainderBackward0"
+    fn = staticmethod(_remainder)
+
+    @classmethod
+    def forward(cls, ctx, a, other=1):
+        return cls.fn(a, scalar_array(other, a.dtype))
 
     @staticmethod
     def backward(ctx, g):
         return g
 
 
-class Fmod(Remainder):
-    node_name = "FmodBackward1"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.fmod(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        return (g if need[0] else None), (-g * a.div(b, rounding_mode="trunc")
-                                          if need[1] else None)
-
-
 class FmodScalar(RemainderScalar):
     node_name = "FmodBackward0"
-
-    @staticmethod
-    def forward(ctx, a, other=1):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.fmod(a, scalar_array(other, a.dtype))
+    fn = staticmethod(_fmod)
 
 
 def _mod(a, b, kernel, tensor_op, scalar_op, name):
@@ -136,8 +127,7 @@ def _mod(a, b, kernel, tensor_op, scalar_op, name):
             raise TypeError(f"fmod() received an invalid combination of arguments - got "
                             f"({type(a).__name__}, {type(b).__name__})")
         a2, b2 = _tensor_pair(a, b, kernel)
-        fn = _quiet(np.remainder if name == "remainder" else np.fmod)
-        return _no_derivative(a, b, a2, b2, fn, name)
+        return _no_derivative(a, b, a2, b2, tensor_op.fn, name)
     a2, b2 = _tensor_pair(a, b, kernel)
     if isinstance(b, Tensor):
         return tensor_op.apply(a2, b2)
@@ -157,15 +147,9 @@ def fmod(a, b) -> Tensor:
 # --- rounding, sign, abs -------------------------------------------------------------------
 
 
-def _zero_grad_op(name: str, node: str, fn):
-    """A piecewise-constant op (floor, sign, ...): gradient zero everywhere."""
-    def forward(ctx, x, **kw):
-        return fn(x, **kw)
-
-    def backward(ctx, g):
-        return g * 0
-    return type(name, (Op,), {"node_name": node, "forward": staticmethod(forward),
-                              "backward": staticmethod(backward), "__module__": __name__})
+def _zero_grad(g: Tensor) -> Tensor:
+    """The gradient of a piecewise-constant op (floor, sign, ...): zero everywhere."""
+    return g * 0
 
 
 def _round_decimals(x, decimals=0):
@@ -175,18 +159,25 @@ def _round_decimals(x, decimals=0):
         return np.rint(x * p) / p if decimals > 0 else np.rint(x / p) * p
 
 
-Floor = _zero_grad_op("Floor", "FloorBackward0", np.floor)
-Ceil = _zero_grad_op("Ceil", "CeilBackward0", np.ceil)
-Trunc = _zero_grad_op("Trunc", "TruncBackward0", np.trunc)
-Round = _zero_grad_op("Round", "RoundBackward0", np.rint)
-RoundDecimals = _zero_grad_op("RoundDecimals", "RoundBackward1", _round_decimals)
 def _sign(x):
     # (x > 0) - (x < 0): NaN gives 0, as in torch (np.sign would give NaN).
     return np.greater(x, 0).astype(x.dtype) - np.less(x, 0).astype(x.dtype)
 
 
-Sign = _zero_grad_op("Sign", "SignBackward0", _sign)
-Sgn = _zero_grad_op("Sgn", "SgnBackward0", _sign)
+def _frac(x):
+    return x - np.trunc(x)
+
+
+Floor = elementwise_op("Floor", np.floor, _zero_grad)
+Ceil = elementwise_op("Ceil", np.ceil, _zero_grad)
+Trunc = elementwise_op("Trunc", np.trunc, _zero_grad)
+Round = elementwise_op("Round", np.rint, _zero_grad)
+RoundDecimals = elementwise_op("RoundDecimals", _round_decimals, _zero_grad,
+                               node_name="RoundBackward1")
+Sign = elementwise_op("Sign", _sign, _zero_grad)
+Sgn = elementwise_op("Sgn", _sign, _zero_grad)
+Frac = elementwise_op("Frac", quiet(_frac), lambda g: g)
+Abs = elementwise_op("Abs", np.abs, lambda g, x: g * x.sgn(), saves=("self",))
 
 
 def _rounder(op, kernel):
@@ -228,38 +219,11 @@ def sgn(x: Tensor) -> Tensor:
     return Sgn.apply(x)
 
 
-class Frac(Op):
-    node_name = "FracBackward0"
-
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(invalid="ignore"):
-            return x - np.trunc(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
-
-
 def frac(x: Tensor) -> Tensor:
     """The fractional part ``x - trunc(x)``."""
     if not x.dtype.is_floating_point:
         raise not_for("frac_cpu", x.dtype)
     return Frac.apply(x)
-
-
-class Abs(Op):
-    node_name = "AbsBackward0"
-    saves = (0,)
-
-    @staticmethod
-    def forward(ctx, x):
-        return np.abs(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * x.sgn()
 
 
 def abs(x: Tensor) -> Tensor:
@@ -335,36 +299,40 @@ class ClampT(Op):
         return gx, glo, ghi
 
 
-class ClampMinT(Op):
-    node_name = "ClampMinBackward1"
+class _Pairwise(Op):
+    """Elementwise ``fn(a, b)`` of two tensors picking one of them (max, min, ...); each
+    subclass's backward sends the gradient to whichever operand was picked."""
+
     broadcasts = True
     saves = (0, 1)
-    fn = staticmethod(np.maximum)
+    fn = None
 
     @classmethod
-    def forward(cls, ctx, x, b):
-        return cls.fn(x, b)
+    def forward(cls, ctx, a, b):
+        return cls.fn(a, b)
 
-    @staticmethod
-    def backward(ctx, g):
+
+class ClampMinT(_Pairwise):
+    """clamp_min with a tensor bound: ties go to ``x`` (``ClampMaxT``: ``sign = -1``)."""
+
+    node_name = "ClampMinBackward1"
+    fn = staticmethod(np.maximum)
+    sign = 1
+
+    @classmethod
+    def backward(cls, ctx, g):
         x, b = ctx.saved_tensors
         need = ctx.needs_input_grad
         zero = g.new_zeros(())
-        return (where(x >= b, g, zero) if need[0] else None), \
-            (where(x < b, g, zero) if need[1] else None)
+        x_kept, b_kept = (x >= b, x < b) if cls.sign > 0 else (x <= b, x > b)
+        return (where(x_kept, g, zero) if need[0] else None), \
+            (where(b_kept, g, zero) if need[1] else None)
 
 
 class ClampMaxT(ClampMinT):
     node_name = "ClampMaxBackward1"
     fn = staticmethod(np.minimum)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, b = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        zero = g.new_zeros(())
-        return (where(x <= b, g, zero) if need[0] else None), \
-            (where(x > b, g, zero) if need[1] else None)
+    sign = -1
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:
@@ -404,22 +372,31 @@ def clamp_max(x: Tensor, max) -> Tensor:
     return ClampMax.apply(cast(x, _dtype.result_type((x,), (max,))), hi=max)
 
 
-def _need_tensor(name: str, other) -> None:
+def need_tensor(name: str, other) -> None:
+    """torch's error when a function that takes two tensors is given something else."""
     if not isinstance(other, Tensor):
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")
 
 
-class Maximum(Op):
+def tensor_pair_fn(op, name: str, float_only: bool = False, doc: str | None = None):
+    """The public function of a binary op on two tensors, promoted to one dtype;
+    ``float_only`` refuses integer results with torch's "not implemented" error."""
+    def fn(a: Tensor, other: Tensor) -> Tensor:
+        need_tensor(name, other)
+        a, b = binary_args(a, other)
+        if float_only and not a.dtype.is_floating_point:
+            raise not_for(f"{name}_cpu", a.dtype)
+        return op.apply(a, b)
+    return public(fn, name, op.__module__, doc)
+
+
+class Maximum(_Pairwise):
+    """Ties split the gradient evenly; ``Minimum`` is the same with ``sign = -1``."""
+
     node_name = "MaximumBackward0"
-    broadcasts = True
-    saves = (0, 1)
     fn = staticmethod(np.maximum)
     sign = 1
-
-    @classmethod
-    def forward(cls, ctx, a, b):
-        return cls.fn(a, b)
 
     @classmethod
     def backward(cls, ctx, g):
@@ -438,18 +415,12 @@ class Minimum(Maximum):
     sign = -1
 
 
-class Fmax(Op):
+class Fmax(_Pairwise):
     """Like maximum, but a NaN loses to a number."""
 
     node_name = "FmaxBackward0"
-    broadcasts = True
-    saves = (0, 1)
     fn = staticmethod(np.fmax)
     sign = 1
-
-    @classmethod
-    def forward(cls, ctx, a, b):
-        return cls.fn(a, b)
 
     @classmethod
     def backward(cls, ctx, g):
@@ -467,19 +438,10 @@ class Fmin(Fmax):
     sign = -1
 
 
-def _extremum(op, name: str):
-    def fn(a: Tensor, other: Tensor) -> Tensor:
-        _need_tensor(name, other)
-        a, b = binary_args(a, other)
-        return op.apply(a, b)
-    fn.__name__ = name
-    return fn
-
-
-maximum = _extremum(Maximum, "maximum")
-minimum = _extremum(Minimum, "minimum")
-fmax = _extremum(Fmax, "fmax")
-fmin = _extremum(Fmin, "fmin")
+maximum = tensor_pair_fn(Maximum, "maximum")
+minimum = tensor_pair_fn(Minimum, "minimum")
+fmax = tensor_pair_fn(Fmax, "fmax")
+fmin = tensor_pair_fn(Fmin, "fmin")
 
 
 def _r(fn):

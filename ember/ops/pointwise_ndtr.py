@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ember._tensor import Tensor
-from ember.autograd.function import Op
+from ember.ops._common import elementwise_op, float_unary
 from ember.ops._promote import binary_args, float_arg
 from ember.ops.pointwise_special import _P, _Q, _R, _S, _poly, erfc_array, erfinv_array
 
@@ -72,83 +72,34 @@ def log_ndtr_array(x: np.ndarray) -> np.ndarray:
     return out.astype(x.dtype, copy=False)
 
 
-class Ndtri(Op):
-    node_name = "SpecialNdtriBackward0"
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, p):
-        return ndtri_array(p)
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return g * (out * out * 0.5).exp() * _SQRT_2PI
+def _entr_array(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        out = np.where(x > 0, -x * np.log(x), np.where(x == 0, 0.0, -np.inf))
+        return np.where(np.isnan(x), np.nan, out).astype(x.dtype, copy=False)
 
 
-class LogNdtr(Op):
-    node_name = "SpecialLogNdtrBackward0"
-    saves = (0,)
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, x):
-        return log_ndtr_array(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
-        return g * (-x * x * 0.5 - out).exp() / _SQRT_2PI
+def _xlog1py_array(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        out = np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log1p(y))
+    return out.astype(x.dtype, copy=False)
 
 
-class Erfcx(Op):
-    node_name = "SpecialErfcxBackward0"
-    saves = (0,)
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, x):
-        return erfcx_array(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
-        return g * (x * out * 2 - 2 / math.sqrt(math.pi))
-
-
-class Entr(Op):
-    node_name = "SpecialEntrBackward0"
-    saves = (0,)
-
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(all="ignore"):
-            out = np.where(x > 0, -x * np.log(x), np.where(x == 0, 0.0, -np.inf))
-            return np.where(np.isnan(x), np.nan, out).astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * -(x.log() + 1)
-
-
-class Xlog1py(Op):
-    node_name = "SpecialXlog1PyBackward0"
-    broadcasts = True
-    saves = (0, 1)
-
-    @staticmethod
-    def forward(ctx, x, y):
-        with np.errstate(all="ignore"):
-            out = np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log1p(y))
-        return out.astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, y = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        return (g * xlog1py((x != 0).to(g.dtype), y) if need[0] else None), \
-            (g * x / (y + 1) if need[1] else None)
+# torch names these nodes Special<Name>Backward0: they live in torch.special.
+Ndtri = elementwise_op("Ndtri", ndtri_array,
+                       lambda g, out: g * (out * out * 0.5).exp() * _SQRT_2PI,
+                       saves=("result",), node_name="SpecialNdtriBackward0")
+LogNdtr = elementwise_op("LogNdtr", log_ndtr_array,
+                         lambda g, x, out: g * (-x * x * 0.5 - out).exp() / _SQRT_2PI,
+                         saves=("self", "result"), node_name="SpecialLogNdtrBackward0")
+Erfcx = elementwise_op("Erfcx", erfcx_array,
+                       lambda g, x, out: g * (x * out * 2 - 2 / math.sqrt(math.pi)),
+                       saves=("self", "result"), node_name="SpecialErfcxBackward0")
+Entr = elementwise_op("Entr", _entr_array, lambda g, x: g * -(x.log() + 1),
+                      saves=("self",), node_name="SpecialEntrBackward0")
+Xlog1py = elementwise_op("Xlog1py", _xlog1py_array,
+                         lambda g, x, y: g * xlog1py((x != 0).to(g.dtype), y),
+                         lambda g, x, y: g * x / (y + 1),
+                         saves=("self", "other"), node_name="SpecialXlog1PyBackward0")
 
 
 def ndtr(x: Tensor) -> Tensor:
@@ -156,24 +107,12 @@ def ndtr(x: Tensor) -> Tensor:
     return float_arg(x).mul(-1 / _SQRT2).erfc() * 0.5
 
 
-def ndtri(p: Tensor) -> Tensor:
-    """The standard normal quantile (inverse of ndtr)."""
-    return Ndtri.apply(float_arg(p))
-
-
-def log_ndtr(x: Tensor) -> Tensor:
-    """log of the standard normal CDF, accurate far into both tails."""
-    return LogNdtr.apply(float_arg(x))
-
-
-def erfcx(x: Tensor) -> Tensor:
-    """The scaled complementary error function ``exp(x**2) * erfc(x)``."""
-    return Erfcx.apply(float_arg(x))
-
-
-def entr(x: Tensor) -> Tensor:
-    """Elementwise entropy ``-x * log(x)`` (0 at 0, -inf below)."""
-    return Entr.apply(float_arg(x))
+ndtri = float_unary(Ndtri, "ndtri", "The standard normal quantile (inverse of ndtr).")
+log_ndtr = float_unary(LogNdtr, "log_ndtr",
+                       "log of the standard normal CDF, accurate far into both tails.")
+erfcx = float_unary(Erfcx, "erfcx", "The scaled complementary error function "
+                    "``exp(x**2) * erfc(x)``.")
+entr = float_unary(Entr, "entr", "Elementwise entropy ``-x * log(x)`` (0 at 0, -inf below).")
 
 
 def xlog1py(x, y) -> Tensor:

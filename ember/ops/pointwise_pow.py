@@ -22,6 +22,14 @@ def _int_pow(a, b):
     return np.where(neg, unit, r).astype(r.dtype)
 
 
+def _power(a, b):
+    """``a ** b`` of two arrays of one dtype: torch's integer rule, or a silent float power."""
+    if a.dtype.kind != "f":
+        return _int_pow(a, b)
+    with np.errstate(all="ignore"):
+        return np.power(a, b)
+
+
 class Pow(Op):
     """tensor ** tensor; the scalar-exponent and scalar-base forms are separate ops."""
 
@@ -32,10 +40,7 @@ class Pow(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.dtype.kind != "f":
-            return _int_pow(a, b)
-        with np.errstate(all="ignore"):
-            return np.power(a, b)
+        return _power(a, b)
 
     @staticmethod
     def backward(ctx, g):
@@ -79,10 +84,7 @@ class RPowScalar(Op):
     @staticmethod
     def forward(ctx, b, base):
         ctx.base = base
-        if b.dtype.kind != "f":
-            return _int_pow(np.asarray(base, dtype=b.dtype), b)
-        with np.errstate(all="ignore"):
-            return np.power(np.asarray(base, dtype=b.dtype), b)
+        return _power(np.asarray(base, dtype=b.dtype), b)
 
     @staticmethod
     def backward(ctx, g):

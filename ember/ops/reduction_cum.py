@@ -33,44 +33,49 @@ def _rev_cumsum(g: Tensor, dim: int) -> Tensor:
     return _Flip.apply(cumsum(_Flip.apply(g, dim=dim), dim), dim=dim)
 
 
-class Cumsum(Op):
-    node_name = "CumsumBackward0"
+class _Cumulative(Op):
+    """``fn`` (np.cumsum, np.cumprod) along ``dim`` in ``dtype``; ``dim`` is None for a 0-d
+    input, whose running sum or product is itself."""
 
-    @staticmethod
-    def forward(ctx, x, dim=0, dtype=None):
+    fn = None
+
+    @classmethod
+    def forward(cls, ctx, x, dim=0, dtype=None):
         ctx.dim = dim
-        if dim is None:  # 0-d input
+        if dim is None:
             return x.astype(dtype.np)
-        return np.cumsum(x, axis=dim, dtype=dtype.np)
+        return cls.fn(x, axis=dim, dtype=dtype.np)
+
+
+def _cumulative(op, x: Tensor, dim: int, dtype) -> Tensor:
+    """cumsum and cumprod: integer inputs accumulate in int64 unless ``dtype`` says otherwise."""
+    d = _wrap_dim(dim, x.ndim)
+    if dtype is not None:
+        dt = _dtype.to_dtype(dtype)
+    else:
+        dt = _dtype.int64 if x.dtype._kind < 2 else x.dtype
+    return op.apply(x, dim=d if x.ndim else None, dtype=dt)
+
+
+class Cumsum(_Cumulative):
+    node_name = "CumsumBackward0"
+    fn = staticmethod(np.cumsum)
 
     @staticmethod
     def backward(ctx, g):
         return g if ctx.dim is None else _rev_cumsum(g, ctx.dim)
 
 
-def _cum_dtype(x: Tensor, dtype):
-    if dtype is not None:
-        return _dtype.to_dtype(dtype)
-    return _dtype.int64 if x.dtype._kind < 2 else x.dtype
-
-
 def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running sum along ``dim``; integer inputs accumulate in int64, as torch."""
-    d = _wrap_dim(dim, x.ndim)
-    return Cumsum.apply(x, dim=d if x.ndim else None, dtype=_cum_dtype(x, dtype))
+    return _cumulative(Cumsum, x, dim, dtype)
 
 
-class Cumprod(Op):
+class Cumprod(_Cumulative):
     node_name = "CumprodBackward0"
     saves = (0,)
     saves_output = True
-
-    @staticmethod
-    def forward(ctx, x, dim=0, dtype=None):
-        ctx.dim = dim
-        if dim is None:  # 0-d input
-            return x.astype(dtype.np)
-        return np.cumprod(x, axis=dim, dtype=dtype.np)
+    fn = staticmethod(np.cumprod)
 
     @staticmethod
     def backward(ctx, g):
@@ -118,8 +123,7 @@ def _cumprod(x: Tensor, d: int) -> Tensor:
 
 def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running product along ``dim``; the gradient is exact even with zeros in the input."""
-    d = _wrap_dim(dim, x.ndim)
-    return Cumprod.apply(x, dim=d if x.ndim else None, dtype=_cum_dtype(x, dtype))
+    return _cumulative(Cumprod, x, dim, dtype)
 
 
 class Logcumsumexp(Op):

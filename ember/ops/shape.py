@@ -279,38 +279,33 @@ def _T(x: Tensor) -> Tensor:
     return permute(x, tuple(range(x.ndim - 1, -1, -1)))
 
 
-def _zero_dim_identity(name: str, hint: str) -> None:
-    warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. {hint}", UserWarning, stacklevel=3)
+def _matrix_transpose(x: Tensor, name: str, hint: str, batched: bool) -> Tensor:
+    """``x.mT`` / ``x.H`` / ``x.mH`` (real tensors: conjugating is a no-op): the last two dims
+    swapped; ``batched`` allows leading batch dims. A 0-d tensor is returned with torch's
+    deprecation warning, which points at the caller of the property."""
+    if x.ndim == 0:
+        warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. {hint}", UserWarning,
+                      stacklevel=3)
+        return x
+    if batched and x.ndim < 2:
+        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of "
+                           f"matrices. Got {x.ndim}-D tensor.")
+    if not batched and x.ndim != 2:
+        raise RuntimeError(f"tensor.{name} is only supported on matrices (2-D tensors). Got "
+                           f"{x.ndim}-D tensor.")
+    return transpose(x, -2, -1)
 
 
 def _mT(x: Tensor) -> Tensor:
-    if x.ndim == 0:
-        _zero_dim_identity("mT", "This function is the identity in these cases.")
-        return x
-    if x.ndim < 2:
-        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
-                           f"Got {x.ndim}-D tensor.")
-    return transpose(x, -2, -1)
+    return _matrix_transpose(x, "mT", "This function is the identity in these cases.", True)
 
 
 def _H(x: Tensor) -> Tensor:
-    if x.ndim == 0:
-        _zero_dim_identity("H", "Consider using x.conj().")
-        return x
-    if x.ndim != 2:
-        raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
-                           f"{x.ndim}-D tensor.")
-    return transpose(x, 0, 1)
+    return _matrix_transpose(x, "H", "Consider using x.conj().", False)
 
 
 def _mH(x: Tensor) -> Tensor:
-    if x.ndim == 0:
-        _zero_dim_identity("mH", "Consider using x.conj().")
-        return x
-    if x.ndim < 2:
-        raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
-                           f"Got {x.ndim}-D tensor.")
-    return transpose(x, -2, -1)
+    return _matrix_transpose(x, "mH", "Consider using x.conj().", True)
 
 
 # --- squeeze / unsqueeze --------------------------------------------------------------------

@@ -178,29 +178,25 @@ def rot90(x: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
 
 
 class Tril(Op):
+    """Keep one triangle of the last two dims (``Triu``: the other), zeroing the rest; the
+    gradient is masked the same way."""
+
     node_name = "TrilBackward0"
+    fn = staticmethod(np.tril)
 
-    @staticmethod
-    def forward(ctx, x, k=0):
+    @classmethod
+    def forward(cls, ctx, x, k=0):
         ctx.k = k
-        return np.tril(x, k)
+        return cls.fn(x, k)
 
-    @staticmethod
-    def backward(ctx, g):
-        return tril(g, ctx.k)
+    @classmethod
+    def backward(cls, ctx, g):
+        return cls.apply(g, k=ctx.k)
 
 
-class Triu(Op):
+class Triu(Tril):
     node_name = "TriuBackward0"
-
-    @staticmethod
-    def forward(ctx, x, k=0):
-        ctx.k = k
-        return np.triu(x, k)
-
-    @staticmethod
-    def backward(ctx, g):
-        return triu(g, ctx.k)
+    fn = staticmethod(np.triu)
 
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:

@@ -74,7 +74,15 @@ def _argsort(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
 
 
 class _Selection(Op):
-    """Shared backward of value-selecting ops: gradient goes to the selected positions."""
+    """Value-selecting ops: a subclass's ``select(x, dim, **kw)`` returns the indices to take
+    along ``dim`` (keepdims layout; sort and topk always keep ``dim``); forward returns those
+    values and indices, and backward sends the gradient to the selected positions."""
+
+    @classmethod
+    def forward(cls, ctx, x, dim=-1, keepdim=True, **kw):
+        if x.ndim == 0:
+            return scalar_selection(ctx, x)
+        return _finish_selection(ctx, x, cls.select(x, dim, **kw), dim, keepdim)
 
     @staticmethod
     def backward(ctx, g, _gi=None):
@@ -105,11 +113,8 @@ class Sort(_Selection):
     node_name = "SortBackward0"
 
     @staticmethod
-    def forward(ctx, x, dim=-1, descending=False):
-        if x.ndim == 0:
-            return scalar_selection(ctx, x)
-        idx = _argsort(x, dim, descending)
-        return _finish_selection(ctx, x, idx, dim, True)
+    def select(x, dim, descending=False):
+        return _argsort(x, dim, descending)
 
 
 class SortStable(Sort):
@@ -152,12 +157,8 @@ class Topk(_Selection):
     node_name = "TopkBackward0"
 
     @staticmethod
-    def forward(ctx, x, k=1, dim=-1, largest=True):
-        if x.ndim == 0:
-            return scalar_selection(ctx, x)
-        idx = _argsort(x, dim, largest)
-        idx = np.take(idx, np.arange(k), axis=dim)
-        return _finish_selection(ctx, x, idx, dim, True)
+    def select(x, dim, k=1, largest=True):
+        return np.take(_argsort(x, dim, largest), np.arange(k), axis=dim)
 
 
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
@@ -176,11 +177,8 @@ class Kthvalue(_Selection):
     node_name = "KthvalueBackward0"
 
     @staticmethod
-    def forward(ctx, x, k=1, dim=-1, keepdim=False):
-        if x.ndim == 0:
-            return scalar_selection(ctx, x)
-        idx = np.take(_argsort(x, dim, False), [k - 1], axis=dim)
-        return _finish_selection(ctx, x, idx, dim, keepdim)
+    def select(x, dim, k=1):
+        return np.take(_argsort(x, dim, False), [k - 1], axis=dim)
 
 
 def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False):
@@ -198,9 +196,7 @@ class MedianDim(_Selection):
     node_name = "MedianBackward1"
 
     @staticmethod
-    def forward(ctx, x, dim=-1, keepdim=False):
-        if x.ndim == 0:
-            return scalar_selection(ctx, x)
+    def select(x, dim):
         n = x.shape[dim]
         idx = np.take(_argsort(x, dim, False), [(n - 1) // 2], axis=dim)
         if x.dtype.kind == "f":
@@ -208,7 +204,15 @@ class MedianDim(_Selection):
             nan = np.isnan(x)
             has = nan.any(axis=dim, keepdims=True)
             idx = np.where(has, np.argmax(nan, axis=dim, keepdims=True), idx)
-        return _finish_selection(ctx, x, idx, dim, keepdim)
+        return idx
+
+
+def _lower_median(flat: np.ndarray):
+    """The lower median of a 1-D array; NaN when it is empty."""
+    if flat.size == 0:
+        return np.array(np.nan, dtype=flat.dtype)
+    k = (flat.size - 1) // 2
+    return np.partition(flat, k)[k]
 
 
 class Median(Op):
@@ -218,12 +222,10 @@ class Median(Op):
 
     @staticmethod
     def forward(ctx, x):
-        if x.size == 0:
-            return np.array(np.nan, dtype=x.dtype)
         flat = x.reshape(-1)
         if flat.dtype.kind == "f" and np.isnan(flat).any():
             return np.array(np.nan, dtype=x.dtype)
-        return np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2]
+        return _lower_median(flat)
 
     @staticmethod
     def backward(ctx, g):
@@ -233,30 +235,32 @@ class Median(Op):
         return evenly_distribute(g, x, out)
 
 
-def median(x: Tensor, dim: int | None = None, keepdim: bool = False):
-    """Lower median of all elements, or (values, indices) along ``dim``."""
+def _median(x: Tensor, dim, keepdim: bool, name: str, whole_op, dim_op):
+    """median and nanmedian: of all elements, or a named tuple along ``dim``."""
     _no_bool(x, "median_cpu" if dim is None else "median_out")
     if dim is None:
-        return Median.apply(x)
+        return whole_op.apply(x)
     d = _dim_of(x, dim)
     if x.ndim and x.shape[d] == 0:
-        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
-    v, i = MedianDim.apply(x, dim=d, keepdim=keepdim)
-    return return_types.median(v, i)
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    v, i = dim_op.apply(x, dim=d, keepdim=keepdim)
+    return getattr(return_types, name)(v, i)
+
+
+def median(x: Tensor, dim: int | None = None, keepdim: bool = False):
+    """Lower median of all elements, or (values, indices) along ``dim``."""
+    return _median(x, dim, keepdim, "median", Median, MedianDim)
 
 
 class NanmedianDim(_Selection):
     node_name = "NanmedianBackward1"
 
     @staticmethod
-    def forward(ctx, x, dim=-1, keepdim=False):
-        if x.ndim == 0:
-            return scalar_selection(ctx, x)
+    def select(x, dim):
         order = _argsort(x, dim, False)  # NaNs sort last
         count = np.sum(~np.isnan(x), axis=dim, keepdims=True) if x.dtype.kind == "f" else \
             np.full([1 if i == dim else n for i, n in enumerate(x.shape)], x.shape[dim])
-        idx = np.take_along_axis(order, np.maximum(count - 1, 0) // 2, dim)
-        return _finish_selection(ctx, x, idx, dim, keepdim)
+        return np.take_along_axis(order, np.maximum(count - 1, 0) // 2, dim)
 
 
 class Nanmedian(Median):
@@ -265,32 +269,19 @@ class Nanmedian(Median):
     @staticmethod
     def forward(ctx, x):
         flat = x.reshape(-1)
-        if flat.dtype.kind == "f":
-            flat = flat[~np.isnan(flat)]
-        if flat.size == 0:
-            return np.array(np.nan, dtype=x.dtype)
-        return np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2]
+        return _lower_median(flat[~np.isnan(flat)] if flat.dtype.kind == "f" else flat)
 
 
 def nanmedian(x: Tensor, dim: int | None = None, keepdim: bool = False):
     """Like ``median``, ignoring NaNs (NaN only where a slice is all NaN)."""
-    _no_bool(x, "median_cpu" if dim is None else "median_out")
-    if dim is None:
-        return Nanmedian.apply(x)
-    d = _dim_of(x, dim)
-    if x.ndim and x.shape[d] == 0:
-        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
-    v, i = NanmedianDim.apply(x, dim=d, keepdim=keepdim)
-    return return_types.nanmedian(v, i)
+    return _median(x, dim, keepdim, "nanmedian", Nanmedian, NanmedianDim)
 
 
 class Mode(_Selection):
     node_name = "ModeBackward0"
 
     @staticmethod
-    def forward(ctx, x, dim=-1, keepdim=False):
-        if x.ndim == 0:
-            return scalar_selection(ctx, x)
+    def select(x, dim):
         s = np.sort(x, axis=dim)
         # Count each sorted value's run; the most frequent smallest value wins, as in torch.
         moved = np.moveaxis(s, dim, -1)
@@ -300,8 +291,7 @@ class Mode(_Selection):
         # torch reports the last position at which the mode occurs.
         hit = np.moveaxis(x, dim, -1) == best
         last = n - 1 - np.argmax(hit[..., ::-1], -1)
-        idx = np.expand_dims(np.moveaxis(last[..., None], -1, dim).squeeze(dim), dim)
-        return _finish_selection(ctx, x, idx, dim, keepdim)
+        return np.expand_dims(np.moveaxis(last[..., None], -1, dim).squeeze(dim), dim)
 
 
 def mode(x: Tensor, dim: int = -1, keepdim: bool = False):
