@@ -111,3 +111,23 @@ def test_transforms_match_torchvision_semantics():
     assert back.tolist() == [[0, 255]]
     with pytest.raises(TypeError):
         transforms.Normalize((0.5,), (0.5,))(ember.ones(1, 2, 2, dtype=ember.int64))
+
+
+def test_random_transforms_draw_torchvisions_numbers():
+    # torchvision flips when torch.rand(1) < p and crops at torch.randint(0, h - th + 1) (then
+    # for w), with no draw for a full-size crop; torchvision itself is not installed, so the
+    # expected positions come from those same torch calls.
+    import torch
+
+    img = ember.tensor(np.arange(2 * 6 * 7, dtype=np.float32).reshape(2, 6, 7))
+    flip, crop, full = (transforms.RandomHorizontalFlip(0.5), transforms.RandomCrop((3, 4)),
+                        transforms.RandomCrop((6, 7)))
+    ember.manual_seed(0)
+    torch.manual_seed(0)
+    for _ in range(20):
+        flipped = flip(img) is not img
+        assert flipped == bool(torch.rand(1) < 0.5)
+        i, j = torch.randint(0, 4, (1,)).item(), torch.randint(0, 4, (1,)).item()
+        np.testing.assert_array_equal(crop(img).numpy(), img.numpy()[:, i:i + 3, j:j + 4])
+        assert full(img).numpy().tobytes() == img.numpy().tobytes()
+    assert ember.rand(3).tolist() == torch.rand(3).tolist()

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from ember import _dtype
-from ember._random import default_generator
+from ember._random import integer_sample, uniform_sample
 from ember._tensor import Tensor
 
 
@@ -98,7 +98,7 @@ class RandomHorizontalFlip:
         self.p = p
 
     def __call__(self, img):
-        if default_generator.rng.random() < self.p:
+        if uniform_sample((1,), _dtype.float32)[0] < self.p:  # torch.rand(1) < p
             a = np.ascontiguousarray(_arr(img)[..., ::-1])
             return Tensor._make(a) if isinstance(img, Tensor) else a
         return img
@@ -134,8 +134,10 @@ class RandomCrop:
         if h < th or w < tw:
             raise ValueError(f"Required crop size {(th, tw)} is larger than input image size "
                              f"{(h, w)}")
-        i = int(default_generator.rng.integers(0, h - th + 1))
-        j = int(default_generator.rng.integers(0, w - tw + 1))
+        i = j = 0  # torchvision's draws: none for a full-size crop, else torch.randint twice
+        if (h, w) != (th, tw):
+            i = int(integer_sample((1,), 0, h - th + 1)[0])
+            j = int(integer_sample((1,), 0, w - tw + 1)[0])
         sl = [slice(None)] * a.ndim
         sl[h_ax], sl[w_ax] = slice(i, i + th), slice(j, j + tw)
         out = np.ascontiguousarray(a[tuple(sl)])
