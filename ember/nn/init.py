@@ -1,7 +1,8 @@
 """nn.init: fill tensors in place from torch's initialisation distributions (no autograd).
 
-The random streams are NumPy's (seeded through ``ember.manual_seed`` or a ``Generator``), so the
-numbers differ from torch's while the distributions are the same.
+Every fill draws torch's numbers in torch's order (``ember.manual_seed`` or a ``Generator``), so a
+seeded model starts from torch's weights: bit for bit for the uniform and normal fills, and up to
+float rounding where torch then computes on the draws (QR, the log of trunc_normal_'s test).
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ import warnings
 
 import numpy as np
 
-from ember._random import normal_sample, uniform_sample
-from ember._random import rng as _rng
+from ember._random import default_generator, normal_sample, uniform_sample
 from ember._tensor import Tensor
 
 
@@ -84,13 +84,34 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
-    g = _rng(generator)
-    out = g.normal(mean, std, size=_shape(tensor))
-    bad = (out < a) | (out > b)
-    while bad.any():
-        out[bad] = g.normal(mean, std, size=int(bad.sum()))
-        bad = (out < a) | (out > b)
+    shape, dt = _shape(tensor), tensor.dtype
+    p = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
+    if p > 0.3:  # torch 2.13: redraw out-of-range values from whole fresh normal draws
+        lo, hi = dt.np.type(a), dt.np.type(b)
+        out = normal_sample(shape, dt, mean, std, generator)
+        while ((out < lo) | (out > hi)).any():
+            out = np.where((out < lo) | (out > hi), normal_sample(shape, dt, mean, std, generator),
+                           out)
+        return _fill(tensor, out)
+    # a narrow window: uniform proposals on [a, b], accepted with the normal's density ratio
+    f = dt.np.type
+    log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+
+    def proposals():
+        c = uniform_sample(shape, dt, a, b, generator)
+        log_pdf = ((c - f(mean)) / f(std)) ** 2 * f(-0.5) - f(log_peak)
+        return c, np.log(uniform_sample(shape, dt, 0.0, 1.0, generator)) > log_pdf
+
+    out, pending = proposals()
+    while pending.any():
+        c, rejected = proposals()
+        out = np.where(pending, c, out)
+        pending &= rejected
     return _fill(tensor, out)
+
+
+def _norm_cdf(x: float) -> float:
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -186,7 +207,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
         return tensor
     rows = _shape(tensor)[0]
     cols = tensor.numel() // rows
-    flat = _rng(generator).normal(0.0, 1.0, size=(rows, cols))
+    flat = normal_sample((rows, cols), tensor.dtype, 0.0, 1.0, generator)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -202,11 +223,10 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = _shape(tensor)
     num_zeros = math.ceil(sparsity * rows)
-    g = _rng(generator)
-    values = g.normal(0.0, std, size=(rows, cols))
-    # An independent random choice of zeroed rows per column.
-    zero_rows = np.argsort(g.random((rows, cols)), axis=0)[:num_zeros]
-    values[zero_rows, np.arange(cols)] = 0
+    values = normal_sample((rows, cols), tensor.dtype, 0.0, std, generator)
+    # torch picks each column's zeroed rows with randperm from the default generator
+    for col in range(cols):
+        values[default_generator._randperm(rows)[:num_zeros], col] = 0
     return _fill(tensor, values)
 
 
