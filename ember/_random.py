@@ -4,9 +4,9 @@ A Generator is a Mersenne Twister (MT19937) seeded as torch seeds its own, and `
 ``randn``, ``normal``, ``randint`` and ``randperm`` turn its 32-bit outputs into numbers the way
 torch's CPU kernels do. So after ``manual_seed(s)`` they give torch's numbers: bit for bit in
 float64 and for integers; float32 normals of 16 or more elements differ from torch's
-vectorised (AVX2) kernel in the last bit or two. Other samplers (``bernoulli``, ``nn.init``,
-dropout, data shuffling) draw from the same generator through NumPy (``rng()``), with their
-own streams.
+vectorised (AVX2) kernel in the last bit or two. The samplers built on them (``bernoulli``,
+dropout, ``nn.init``, exponential and friends, data shuffling) draw the same way, so a seeded
+program sees torch's random numbers throughout.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ class Generator:
         self._seed = seed & _MASK64  # negative seeds wrap, as torch's uint64 does
         self._bits = np.random.MT19937(0)
         self._bits._legacy_seeding(self._seed & 0xFFFF_FFFF)  # std::mt19937(seed) seeding
-        self._rng = np.random.Generator(self._bits)
         self._next_normal = None  # torch caches the second Box-Muller value
         return self
 
@@ -76,13 +75,7 @@ class Generator:
         except (ValueError, SyntaxError, TypeError, KeyError, UnicodeDecodeError):
             raise RuntimeError("Invalid generator state: not one made by get_state()") from None
         self._seed, self._bits, self._next_normal = seed, bits, cached
-        self._rng = np.random.Generator(bits)
         return self
-
-    @property
-    def rng(self) -> np.random.Generator:
-        """A NumPy generator drawing from this generator's stream."""
-        return self._rng
 
     # --- torch's transforms of the raw 32-bit stream -----------------------------------------
     def _raw(self, n: int) -> np.ndarray:
@@ -152,15 +145,6 @@ def _box_muller16(d: np.ndarray, work, mean: float, std: float) -> np.ndarray:
 
 default_generator = Generator()
 default_generator.seed()  # as torch, the process-wide generator starts from OS entropy
-
-
-def rng(generator: Generator | None) -> np.random.Generator:
-    """The NumPy generator behind ``generator`` (the default generator when None)."""
-    if generator is None:
-        return default_generator._rng
-    if not isinstance(generator, Generator):
-        raise TypeError(f"expected a torch.Generator, but got {type(generator).__name__}")
-    return generator._rng
 
 
 def manual_seed(seed) -> Generator:
@@ -236,6 +220,19 @@ def integer_sample(shape: tuple, low: int, high: int,
                    generator: Generator | None = None) -> np.ndarray:
     """What torch's ``tensor.random_(low, high)`` writes: int64 values in [low, high)."""
     return _gen(generator)._randint(int(low), int(high), int(np.prod(shape))).reshape(shape)
+
+
+def double_uniform_sample(shape: tuple, generator: Generator | None = None) -> np.ndarray:
+    """One ``uniform_real_distribution<double>(0, 1)`` draw per element: what torch's serial
+    CPU samplers (exponential, geometric, cauchy) transform."""
+    return _gen(generator)._uniform(int(np.prod(shape)), True).reshape(shape)
+
+
+def scalar_normal_sample(shape: tuple, generator: Generator | None = None) -> np.ndarray:
+    """One ``normal_distribution<double>`` draw per element (Box-Muller, second value cached),
+    as torch's log_normal_ kernel draws."""
+    g = _gen(generator)
+    return np.array([g._normal_scalar() for _ in range(int(np.prod(shape)))]).reshape(shape)
 
 
 def bernoulli_sample(shape: tuple, p, generator: Generator | None = None) -> np.ndarray:

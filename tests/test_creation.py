@@ -408,13 +408,30 @@ def test_seeded_initialisers_fill_torchs_numbers():
 
 
 def test_seeded_tensor_fills_are_torchs():
+    x = np.array([[-1.0, 0.0, 2.0, -3.0], [0.5, -0.25, -2.0, 1.0]], dtype=np.float32)
+
     def fill(m):
         m.manual_seed(2)
-        return [m.empty(3).uniform_(-1, 2), m.empty(20).normal_(1, 2),
-                m.empty(2, dtype=m.float16).uniform_()]
+        F = m.nn.functional
+        out = [m.empty(3).uniform_(-1, 2), m.empty(20).normal_(1, 2),
+               m.empty(2, dtype=m.float16).uniform_()]
+        for dt in (m.float32, m.float64):
+            out += [m.empty(40, dtype=dt).exponential_(2.0), m.empty(40, dtype=dt).geometric_(0.3),
+                    m.empty(40, dtype=dt).cauchy_(1.0, 2.0),
+                    m.empty(41, dtype=dt).log_normal_(0.5, 0.7),
+                    m.empty(9, dtype=dt).bernoulli_(0.3)]
+        t = m.tensor(x, requires_grad=True)
+        y = F.rrelu(t, training=True)  # one draw per element <= 0 (zeros included)
+        y.sum().backward()
+        out += [m.empty(7, dtype=m.int64).geometric_(0.2), y.detach(), t.grad,
+                F.gumbel_softmax(m.tensor(x), tau=0.5), F.gumbel_softmax(m.tensor(x), hard=True),
+                m.rand(3)]  # and the stream is still in step
+        return out
 
     for e, t in zip(fill(ember), fill(torch)):
-        np.testing.assert_allclose(e.numpy().astype(float), t.numpy().astype(float), rtol=2e-6)
+        assert e.dtype.itemsize == t.dtype.itemsize
+        np.testing.assert_allclose(e.numpy().astype(float), t.numpy().astype(float), rtol=2e-6,
+                                   atol=1e-7)
 
 
 def test_random_module_and_fork_rng():

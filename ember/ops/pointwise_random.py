@@ -1,14 +1,20 @@
 """Random in-place fills: ``uniform_``, ``normal_``, ``bernoulli_``, ``exponential_``,
-``geometric_``, ``cauchy_``, ``log_normal_``, ``random_``; draws come from
-``ember._random.rng(generator)``. On a tensor in the graph the fill is recorded (torch's
-``UniformBackward0`` & co.) and passes no gradient to the old value."""
+``geometric_``, ``cauchy_``, ``log_normal_``, ``random_``; each draws torch's numbers from
+the generator, transformed by torch's CPU formula. On a tensor in the graph the fill is
+recorded (torch's ``UniformBackward0`` & co.) and passes no gradient to the old value."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ember import _dtype
-from ember._random import bernoulli_sample, integer_sample, normal_sample, rng, uniform_sample
+from ember._random import (
+    bernoulli_sample,
+    double_uniform_sample,
+    integer_sample,
+    normal_sample,
+    scalar_normal_sample,
+    uniform_sample,
+)
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
@@ -57,9 +63,8 @@ def exponential_(x: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
                            f"{_CNAME[x.dtype.name]}")
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    v = rng(generator).standard_exponential(x._data.shape, dtype=np.float32
-                                            if x.dtype is not _dtype.float64 else np.float64)
-    return _fill_random(x, v / lambd, "ExponentialBackward0")
+    u = double_uniform_sample(x._data.shape, generator)
+    return _fill_random(x, -np.log1p(-u) / lambd, "ExponentialBackward0")  # torch's CPU formula
 
 
 def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
@@ -98,7 +103,9 @@ def geometric_(x: Tensor, p: float, *, generator=None) -> Tensor:
     """Fill with the number of Bernoulli(p) trials up to the first success."""
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    return _fill_random(x, rng(generator).geometric(p, x._data.shape), "GeometricBackward0")
+    u = double_uniform_sample(x._data.shape, generator)
+    with np.errstate(divide="ignore"):  # u == 0 gives inf, as in torch
+        return _fill_random(x, np.ceil(np.log(u) / np.log1p(-p)), "GeometricBackward0")
 
 
 def random_(x: Tensor, from_=None, to=None, *, generator=None) -> Tensor:
@@ -123,16 +130,13 @@ def random_(x: Tensor, from_=None, to=None, *, generator=None) -> Tensor:
 
 def cauchy_(x: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
     """Fill with draws from the Cauchy distribution."""
-    r = rng(generator)
-    v = _float_draw(x, "cauchy_cpu", lambda dt: r.standard_cauchy(x._data.shape))
-    return _fill_random(x, median + sigma * v, "CauchyBackward0")
+    v = _float_draw(x, "cauchy_cpu", lambda dt: double_uniform_sample(x._data.shape, generator))
+    return _fill_random(x, median + sigma * np.tan(np.pi * (v - 0.5)), "CauchyBackward0")
 
 
 def log_normal_(x: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=None) -> Tensor:
     """Fill with ``exp`` of draws from N(mean, std**2)."""
-    r = rng(generator)
-    v = _float_draw(x, "log_normal_cpu",
-                    lambda dt: r.standard_normal(x._data.shape, dtype=dt))
+    v = _float_draw(x, "log_normal_cpu", lambda dt: scalar_normal_sample(x._data.shape, generator))
     return _fill_random(x, np.exp(v * std + mean), "LogNormalBackward0")
 
 

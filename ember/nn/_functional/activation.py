@@ -172,15 +172,19 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
     (and is ``(lower + upper) / 2`` in eval)."""
     import numpy as np
 
-    from ember._random import rng
+    from ember._random import default_generator
 
     _floating(input, "rrelu_with_noise_out_cpu")
     x = input._data
     if training:
-        slope = rng(None).uniform(lower, upper, size=x.shape).astype(x.dtype)
-        noise = np.where(x >= 0, np.ones((), x.dtype), slope)
+        # torch's CPU kernel: one U(lower, upper) double per element <= 0, in order, with the
+        # bounds first rounded to the input's dtype
+        lo, hi = (float(x.dtype.type(v)) for v in (lower, upper))
+        neg = x <= 0
+        noise = np.ones(x.shape, x.dtype)
+        noise[neg] = default_generator._uniform(int(neg.sum()), True) * (hi - lo) + lo
     else:
-        noise = np.where(x >= 0, 1.0, (lower + upper) / 2).astype(x.dtype)
+        noise = np.where(x > 0, 1.0, (lower + upper) / 2).astype(x.dtype)
     return _maybe_inplace(input, inplace, A.RreluWithNoise.apply, noise=noise)
 
 
@@ -195,10 +199,11 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     whose gradient is the soft sample's (straight-through)."""
     import numpy as np
 
-    from ember._random import rng
+    from ember._random import double_uniform_sample
 
-    gumbels = -np.log(rng(None).exponential(size=logits._data.shape))
-    y_soft = A.softmax((logits + Tensor._make(gumbels.astype(logits._data.dtype))) / tau, dim)
+    # torch: -empty_like(logits).exponential_().log(), the exponential drawn as -log1p(-u)
+    expo = (-np.log1p(-double_uniform_sample(logits._data.shape))).astype(logits._data.dtype)
+    y_soft = A.softmax((logits + Tensor._make(-np.log(expo))) / tau, dim)
     if not hard:
         return y_soft
     d = _wrap_dim(dim, y_soft.ndim)
