@@ -7,10 +7,7 @@ from collections.abc import Iterable, Sized
 import numpy as np
 
 from ember._random import Generator, default_generator, integer_sample
-
-
-def _rng(generator: Generator | None) -> np.random.Generator:
-    return (generator or default_generator).rng
+from ember._tensor import Tensor
 
 
 def _randperm(n: int, generator: Generator | None) -> list[int]:
@@ -112,9 +109,11 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        p = self.weights / self.weights.sum()
-        idx = _rng(self.generator).choice(len(p), size=self.num_samples,
-                                          replace=self.replacement, p=p)
+        from ember.ops.sampling import multinomial
+
+        # torch: multinomial over the float64 weights, so a seeded run draws torch's indices
+        idx = multinomial(Tensor._make(self.weights), self.num_samples, self.replacement,
+                          generator=self.generator)
         return iter(idx.tolist())
 
     def __len__(self) -> int:
