@@ -14,7 +14,8 @@ venv: $(BIN)/python
 lint: venv
 	$(BIN)/ruff check ember tests bench examples
 
-test: venv lint
+# data first, so that the quickstart smoke test (skipped without Fashion-MNIST) runs too
+test: venv lint data
 	$(BIN)/python -m pytest -n 2 tests
 
 # Fashion-MNIST from Debian's package where apt is available; ember's download=True falls back

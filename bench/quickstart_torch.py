@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Subset, TensorDataset
 
 from ember.vision import datasets
 
@@ -68,11 +68,16 @@ def main(argv=None) -> float:
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--data-root", default=os.environ.get("EMBER_DATA_ROOT", "data"))
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--limit", type=int, default=None,
+                   help="use only the first N training and test images (as the quickstart's)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     if args.seed is not None:
         torch.manual_seed(args.seed)
     train_data, test_data = load(args.data_root, True), load(args.data_root, False)
+    if args.limit:
+        train_data, test_data = (Subset(d, range(min(args.limit, len(d))))
+                                 for d in (train_data, test_data))
     train_loader = DataLoader(train_data, batch_size=args.batch_size, shuffle=True)
     test_loader = DataLoader(test_data, batch_size=args.batch_size)
     next(iter(test_loader))  # the quickstart's shape printout draws a loader seed

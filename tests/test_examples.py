@@ -7,6 +7,7 @@ import re
 import runpy
 import time
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -82,3 +83,28 @@ def test_quickstart_smoke(tmp_path):
     assert re.search(r"Test Error: \n Accuracy: [\d.]+%, Avg loss: [\d.]+ \n", out)
     assert re.search(r'Predicted: "[^"]+", Actual: "Ankle boot"', out)
     assert acc > 0.3
+
+
+@pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist")
+                    and not os.environ.get("EMBER_DATASETS"), reason="no Fashion-MNIST here")
+def test_quickstart_replays_torchs_run(tmp_path):
+    # Same seed, same program in real torch (bench/quickstart_torch.py): same initial weights,
+    # batches and updates, so the printed losses and the accuracy agree up to float rounding.
+    from bench import quickstart_torch
+    from ember.examples import quickstart
+
+    args = ["--epochs", "1", "--limit", "7000", "--seed", "0", "--lr", "0.01",
+            "--data-root", str(tmp_path / "data")]
+    runs = []
+    for main, extra in ((quickstart.main, ["--save", str(tmp_path / "m.pth")]),
+                        (quickstart_torch.main, [])):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            acc = main(args + extra)
+        losses = [float(v) for v in re.findall(r"^loss: ([\d.]+)", buf.getvalue(), re.M)]
+        avg = float(re.search(r"Avg loss: +([\d.]+)", buf.getvalue()).group(1))
+        runs.append((acc, losses, avg))
+    (e_acc, e_losses, e_avg), (t_acc, t_losses, t_avg) = runs
+    assert len(e_losses) == len(t_losses) == 2
+    np.testing.assert_allclose(e_losses, t_losses, rtol=1e-4)
+    assert abs(e_avg - t_avg) < 1e-4 and abs(e_acc - t_acc) < 2e-3
