@@ -77,7 +77,8 @@ def binary_args(a, b, float_result: bool = False):
 
 def float_arg(t: Tensor) -> Tensor:
     """Integer and bool tensors become the default float dtype (exp, sin, sqrt, ...)."""
-    if t._data.dtype.kind == "f":
+    kind = t._data.dtype.kind
+    if kind == "f" or kind == "V" and t.dtype.is_floating_point:  # "V": ml_dtypes' bfloat16
         return t
     return cast(t, _dtype.get_default_dtype())
 
