@@ -99,33 +99,42 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
     return Mm.apply(a, b)
 
 
-class Addmm(Op):
-    """``beta * c + alpha * (a @ b)``: the fused op behind nn.Linear."""
+class _AddProduct(Op):
+    """``beta * c + alpha * (a ⊗ b)`` for a matrix product ⊗ (addmm, addmv, baddbmm, addbmm):
+    a subclass gives the product on arrays (``_product``, a fresh array) and its two input
+    gradients on tensors (``_grads``); the beta/alpha scaling lives here once."""
 
-    node_name = "AddmmBackward0"
     saves = (1, 2)
     broadcasts = True
 
-    @staticmethod
-    def forward(ctx, c, a, b, beta=1, alpha=1):
+    @classmethod
+    def forward(cls, ctx, c, a, b, beta=1, alpha=1):
         ctx.beta, ctx.alpha = beta, alpha
-        out = a @ b
+        out = cls._product(a, b)
         if alpha != 1:
             out *= alpha
         if beta == 1:
             out += c
-        elif beta != 0:
+        elif beta != 0:  # beta == 0 ignores c entirely (even NaN), as torch
             out += beta * c
         return out
 
-    @staticmethod
-    def backward(ctx, g):
+    @classmethod
+    def backward(cls, ctx, g):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
         gc = (g if ctx.beta == 1 else g * ctx.beta) if need[0] else None
         if ctx.alpha != 1:
             g = g * ctx.alpha
-        return (gc, *_mm_grads(g, a, b, need[1], need[2]))
+        return (gc, *cls._grads(g, a, b, need[1], need[2]))
+
+
+class Addmm(_AddProduct):
+    """``beta * c + alpha * (a @ b)``: the fused op behind nn.Linear."""
+
+    node_name = "AddmmBackward0"
+    _product = staticmethod(np.matmul)
+    _grads = staticmethod(_mm_grads)
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
@@ -179,6 +188,10 @@ def vdot(a: Tensor, b: Tensor) -> Tensor:
     return Vdot.apply(a, b)
 
 
+def _mv_grads(g: Tensor, a: Tensor, v: Tensor, need_a: bool, need_v: bool) -> tuple:
+    return (g.unsqueeze(1) * v.unsqueeze(0) if need_a else None), (a.t().mv(g) if need_v else None)
+
+
 class Mv(Op):
     node_name = "MvBackward0"
     saves = (0, 1)
@@ -189,10 +202,7 @@ class Mv(Op):
 
     @staticmethod
     def backward(ctx, g):
-        a, v = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        ga = g.unsqueeze(1) * v.unsqueeze(0) if need[0] else None
-        return ga, (a.t().mv(g) if need[1] else None)
+        return _mv_grads(g, *ctx.saved_tensors, *ctx.needs_input_grad)
 
 
 def _mv_args(a: Tensor, v: Tensor, inp: Tensor | None = None) -> None:
@@ -213,34 +223,20 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
     return Mv.apply(a, v)
 
 
-class Addmv(Op):
+class Addmv(_AddProduct):
     node_name = "AddmvBackward0"
-    saves = (1, 2)
-    broadcasts = True
-
-    @staticmethod
-    def forward(ctx, c, a, v, beta=1, alpha=1):
-        ctx.beta, ctx.alpha = beta, alpha
-        out = a @ v
-        if alpha != 1:
-            out *= alpha
-        return out + (c if beta == 1 else beta * c) if beta != 0 else out
-
-    @staticmethod
-    def backward(ctx, g):
-        a, v = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        gc = (g if ctx.beta == 1 else g * ctx.beta) if need[0] else None
-        if ctx.alpha != 1:
-            g = g * ctx.alpha
-        ga = g.unsqueeze(1) * v.unsqueeze(0) if need[1] else None
-        return gc, ga, (a.t().mv(g) if need[2] else None)
+    _product = staticmethod(np.matmul)
+    _grads = staticmethod(_mv_grads)
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
     _mv_args(mat, vec, input)
     return Addmv.apply(input, mat, vec, beta=beta, alpha=alpha)
+
+
+def _bmm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> tuple:
+    return (g.bmm(b.mT) if need_a else None), (a.mT.bmm(g) if need_b else None)
 
 
 class Bmm(Op):
@@ -253,9 +249,7 @@ class Bmm(Op):
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        return (g.bmm(b.mT) if need[0] else None), (a.mT.bmm(g) if need[1] else None)
+        return _bmm_grads(g, *ctx.saved_tensors, *ctx.needs_input_grad)
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
@@ -274,27 +268,10 @@ def _bmm_args(a: Tensor, b: Tensor) -> None:
     _same_dtype(a, b, "bmm")
 
 
-class Baddbmm(Op):
+class Baddbmm(_AddProduct):
     node_name = "BaddbmmBackward0"
-    saves = (1, 2)
-    broadcasts = True
-
-    @staticmethod
-    def forward(ctx, c, a, b, beta=1, alpha=1):
-        ctx.beta, ctx.alpha = beta, alpha
-        out = np.matmul(a, b)
-        if alpha != 1:
-            out *= alpha
-        return out + (c if beta == 1 else beta * c) if beta != 0 else out
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        gc = (g if ctx.beta == 1 else g * ctx.beta) if need[0] else None
-        if ctx.alpha != 1:
-            g = g * ctx.alpha
-        return gc, (g.bmm(b.mT) if need[1] else None), (a.mT.bmm(g) if need[2] else None)
+    _product = staticmethod(np.matmul)
+    _grads = staticmethod(_bmm_grads)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
@@ -304,29 +281,20 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     return Baddbmm.apply(input, batch1, batch2, beta=beta, alpha=alpha)
 
 
-class Addbmm(Op):
+def _summed_bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # sum_b a[b] @ b[b] is one GEMM of (n, B*k) @ (B*k, m).
+    n, k = a.shape[1], a.shape[0] * a.shape[2]
+    return np.swapaxes(a, 0, 1).reshape(n, k) @ b.reshape(k, b.shape[2])
+
+
+def _summed_bmm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> tuple:
+    return (matmul(g, b.mT) if need_a else None), (matmul(a.mT, g) if need_b else None)
+
+
+class Addbmm(_AddProduct):
     node_name = "AddbmmBackward0"
-    saves = (1, 2)
-    broadcasts = True
-
-    @staticmethod
-    def forward(ctx, c, a, b, beta=1, alpha=1):
-        ctx.beta, ctx.alpha = beta, alpha
-        # sum_b a[b] @ b[b] is one GEMM of (n, B*k) @ (B*k, m).
-        n, k = a.shape[1], a.shape[0] * a.shape[2]
-        out = np.swapaxes(a, 0, 1).reshape(n, k) @ b.reshape(k, b.shape[2])
-        if alpha != 1:
-            out *= alpha
-        return out + (c if beta == 1 else beta * c) if beta != 0 else out
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        gc = (g if ctx.beta == 1 else g * ctx.beta) if need[0] else None
-        if ctx.alpha != 1:
-            g = g * ctx.alpha
-        return gc, (matmul(g, b.mT) if need[1] else None), (matmul(a.mT, g) if need[2] else None)
+    _product = staticmethod(_summed_bmm)
+    _grads = staticmethod(_summed_bmm_grads)
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
