@@ -1,4 +1,5 @@
-"""What Adam, RMSprop and Adagrad share: per-parameter running statistics and their step loop."""
+"""What Adam, RMSprop, Adagrad and their kin (Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop)
+share: per-parameter running statistics and their step loop."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ def check_non_negative(**options) -> None:
             raise ValueError(f"Invalid {name} value: {value}")
 
 
+def check_betas(betas) -> None:
+    """torch's range check on Adam-style ``betas``: both in [0, 1)."""
+    for i, beta in enumerate(betas[:2]):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
 def zeros_like(p: Tensor) -> Tensor:
     """A zero-filled state buffer shaped like the parameter."""
     return Tensor._make(np.zeros_like(p._data))
@@ -44,9 +52,12 @@ class AdaptiveOptimizer(Optimizer):
         # torch checks the implementation flags once the param groups are built
         check_flags(defaults.get("fused"), defaults["foreach"], defaults["differentiable"])
 
+    #: The 0-d tensors of a parameter's state that old checkpoints stored as plain numbers.
+    _scalar_state: tuple[str, ...] = ("step",)
+
     def __setstate__(self, state) -> None:
         super().__setstate__(state)
-        steps_to_tensors(self)
+        steps_to_tensors(self, self._scalar_state)
 
     def _init_state(self, p: Tensor, group: dict) -> dict:
         """``self.state[p]``, filled with ``step`` and ``_new_state``'s buffers when empty."""
@@ -75,7 +86,17 @@ class AdaptiveOptimizer(Optimizer):
         loss = self._closure_loss(closure)
         tmp = scratch_of(self)
         for group in self.param_groups:
-            if "capturable" in self.defaults:  # an option of Adam and RMSprop, not Adagrad
-                check_capturable(group)
+            self._check_capturable(group)
             self._step_group(group, tmp)
         return loss
+
+    def _check_capturable(self, group: dict) -> None:
+        """Refuse ``capturable=True`` as torch does on CPU (in Adam's and RMSprop's words)."""
+        if "capturable" in self.defaults:  # not an option of Adagrad
+            check_capturable(group)
+
+    def _check_capturable_with_grads(self, group: dict, what: str = "params and state_steps",
+                                     xla: bool = True) -> None:
+        """The check as most torch optimizers run it: per parameter that has a gradient."""
+        if any(p._grad is not None for p in group["params"]):
+            check_capturable(group, what, xla)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from ember._tensor import Tensor
-from ember.optim._adaptive import AdaptiveOptimizer, check_non_negative, zeros_like
+from ember.optim._adaptive import (
+    AdaptiveOptimizer,
+    check_betas,
+    check_non_negative,
+    zeros_like,
+)
 from ember.optim.optimizer import addcdiv_, addcmul_, check_lr, lerp_, scalar_float, touch
 
 __all__ = ["Adam"]
@@ -29,10 +34,7 @@ class Adam(AdaptiveOptimizer):
                  decoupled_weight_decay: bool = False) -> None:
         check_lr(lr)
         check_non_negative(epsilon=eps)
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        check_betas(betas)
         check_non_negative(weight_decay=weight_decay)
         if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
                 or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):

@@ -364,11 +364,14 @@ def check_flags(fused, foreach, differentiable) -> None:
                                   "autograd; differentiable=True is not supported")
 
 
-def check_capturable(group: dict) -> None:
-    """torch refuses ``capturable=True`` for CPU tensors (it is a CUDA-graph option)."""
+def check_capturable(group: dict, what: str = "params and state_steps",
+                     xla: bool = False) -> None:
+    """torch refuses ``capturable=True`` for CPU tensors (it is a CUDA-graph option); ``what``
+    and ``xla`` (whether 'xla' ends its device list) follow each optimizer's wording."""
     if group.get("capturable"):
-        raise AssertionError("If capturable=True, params and state_steps must be on supported "
-                             "devices: ['cuda', 'xpu', 'hpu', 'privateuseone'].")
+        devices = ["cuda", "xpu", "hpu", "privateuseone"] + (["xla"] if xla else [])
+        raise AssertionError(f"If capturable=True, {what} must be on supported devices: "
+                             f"{devices}.")
 
 
 def step_tensor(value: float = 0.0) -> Tensor:
@@ -385,13 +388,15 @@ def bump_step(state: dict) -> float:
     return float(t._data)
 
 
-def steps_to_tensors(opt: Optimizer) -> None:
-    """Old checkpoints store ``step`` as a number; torch converts it to a tensor on load."""
+def steps_to_tensors(opt: Optimizer, keys: tuple[str, ...] = ("step",)) -> None:
+    """Old checkpoints store ``step`` (and other scalar ``keys``) as numbers; torch converts
+    them to tensors on load."""
     for group in opt.param_groups:
         for p in group["params"]:
             st = opt.state.get(p)
-            if st and "step" in st and not isinstance(st["step"], Tensor):
-                st["step"] = step_tensor(float(st["step"]))
+            for key in keys:
+                if st and key in st and not isinstance(st[key], Tensor):
+                    st[key] = step_tensor(float(st[key]))
 
 
 class Scratch:
