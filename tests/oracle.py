@@ -6,6 +6,7 @@ the same *random* upstream gradient through both (a ``.sum()`` would hide transp
 and compares the inputs' gradients. ``check_error`` compares exception types.
 ``same(fn)`` compares what ``fn(ember)`` and ``fn(torch)`` print, or the exceptions they raise.
 ``fd_check`` / ``gradgrad_check`` compare ember's gradients with float64 central differences.
+``grad_fn_names`` gives the node names of an output and of its gradient, for comparing.
 """
 
 from __future__ import annotations
@@ -174,6 +175,17 @@ def same(fn, match: str | None = None):
             assert match in e[2] and match in t[2], (e[2], t[2])
         return
     assert e == t
+
+
+def grad_fn_names(fn, x: np.ndarray, lib) -> tuple:
+    """The grad_fn of ``fn(x)`` and of its gradient built with create_graph (for an upstream
+    gradient that requires grad, so that the gradient has a graph in both libraries)."""
+    t = lib.tensor(x, requires_grad=True)
+    out = fn(lib, t)
+    out = out[0] if isinstance(out, tuple) else out
+    u = lib.ones_like(out).requires_grad_()
+    g = lib.autograd.grad(out, t, u, create_graph=True)[0]
+    return type(out.grad_fn).__name__, type(g.grad_fn).__name__ if g.grad_fn else None
 
 
 def fd_check(fn, *arrays, eps=1e-6, atol=1e-5, rtol=1e-4, seed=0) -> None:

@@ -1,5 +1,6 @@
 """Helpers for declaring the many elementwise ops whose forward is one NumPy call and whose
-backward is one formula, so that each such op is one line in its family's table.
+backward is one formula, so that each such op is one line in its family's table; and
+``variant``, one primitive under several torch node names.
 
 This module is not an op family: ``ember.ops.install`` skips module names starting with ``_``.
 """
@@ -12,6 +13,19 @@ from ember.autograd.function import Op
 from ember.ops._promote import float_arg
 
 _INPUTS = ("self", "other")  # torch's derivatives.yaml names for the inputs
+
+
+def variant(op: type, node_name: str) -> type:
+    """``op`` under another torch node name (``MaxPool3DWithIndicesBackward0``, ...), for a
+    primitive that serves several torch ops. Made once per name."""
+    key = (op, node_name)
+    if key not in _VARIANTS:
+        _VARIANTS[key] = type(node_name.removesuffix("Backward0"), (op,),
+                              {"node_name": node_name, "__module__": op.__module__})
+    return _VARIANTS[key]
+
+
+_VARIANTS: dict = {}
 
 
 def quiet(fn):

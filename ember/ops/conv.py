@@ -3,13 +3,15 @@
 Three primitives cover forward, backward and every higher derivative: ``Convolution`` (conv),
 ``ConvTranspose`` (its adjoint in the input: col2im) and ``ConvWeight`` (its adjoint in the
 weight). Each one's backward is written with the other two, so double backward works.
-Everything runs on 2-D spatial arrays; 1-D convs are 2-D ones with a height of 1.
-Geometry kwargs are 2-tuples: ``stride``, ``dil``, ``pads`` (per dim ``(lo, hi)``, negative
-crops), ``groups``; ``ConvTranspose`` also takes ``out_size``, ``ConvWeight`` ``ksize``.
+Everything runs on any number of spatial dims (1-D, 2-D, 3-D alike): arrays are
+(N, C, *spatial). Geometry kwargs are per-dim tuples: ``stride``, ``dil``, ``pads`` (per dim
+``(lo, hi)``, negative crops), ``groups``; ``ConvTranspose`` also takes ``out_size``,
+``ConvWeight`` ``ksize``.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -17,17 +19,21 @@ from numpy.lib.stride_tricks import as_strided
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._common import variant
+
+_GRAD_NAME = "ConvolutionBackwardBackward0"  # torch's node for any gradient of a convolution
 
 
 def _pad_arr(x: np.ndarray, pads: tuple) -> np.ndarray:
-    """Zero-pad (positive) or crop (negative) the last two dims of ``x``."""
+    """Zero-pad (positive) or crop (negative) the trailing ``len(pads)`` dims of ``x``."""
     if not any(lo or hi for lo, hi in pads):
         return x
-    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pads, x.shape[-2:]))
+    k = len(pads)
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pads, x.shape[-k:]))
     x = x[(..., *crop)]
     grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pads]
     if any(a or b for a, b in grow):
-        x = np.pad(x, [(0, 0)] * (x.ndim - 2) + grow)
+        x = np.pad(x, [(0, 0)] * (x.ndim - k) + grow)
     return x
 
 
@@ -36,88 +42,72 @@ def _out_len(n: int, k: int, s: int, d: int) -> int:
 
 
 def _windows(xp: np.ndarray, ksize, stride, dil, osize) -> np.ndarray:
-    """A view (N, C, kh, kw, oh, ow) of every kernel window of padded input ``xp``."""
-    n, c = xp.shape[:2]
-    sn, sc, sh, sw = xp.strides
-    return as_strided(xp, (n, c, *ksize, *osize),
-                      (sn, sc, sh * dil[0], sw * dil[1], sh * stride[0], sw * stride[1]),
+    """A view (N, C, *ksize, *osize) of every kernel window of padded input ``xp``."""
+    sp = xp.strides[2:]
+    return as_strided(xp, (*xp.shape[:2], *ksize, *osize),
+                      (*xp.strides[:2], *(s * d for s, d in zip(sp, dil)),
+                       *(s * t for s, t in zip(sp, stride))),
                       writeable=False)
 
 
-def _to2d(a: np.ndarray) -> np.ndarray:
-    return a[:, :, None, :] if a.ndim == 3 else a
-
-
 def _conv(x, w, b, stride, dil, pads, groups) -> np.ndarray:
-    one_d = x.ndim == 3
-    x, w = _to2d(x), _to2d(w)
     xp = _pad_arr(x, pads)
-    n, c = x.shape[:2]
-    o, cg, kh, kw = w.shape
-    osize = tuple(_out_len(xp.shape[2 + i], w.shape[2 + i], stride[i], dil[i]) for i in (0, 1))
-    cols = _windows(xp, (kh, kw), stride, dil, osize).reshape(
-        n, groups, cg * kh * kw, osize[0] * osize[1])
-    out = np.matmul(w.reshape(groups, o // groups, cg * kh * kw), cols)
-    out = out.reshape(n, o, *osize)
+    o, cg, *ksize = w.shape
+    osize = tuple(_out_len(n, k, s, d) for n, k, s, d in zip(xp.shape[2:], ksize, stride, dil))
+    rows = cg * math.prod(ksize)
+    cols = _windows(xp, ksize, stride, dil, osize).reshape(
+        x.shape[0], groups, rows, math.prod(osize))
+    out = np.matmul(w.reshape(groups, o // groups, rows), cols)
+    out = out.reshape(x.shape[0], o, *osize)
     if b is not None:
-        out += b.reshape(-1, 1, 1)
-    return out[:, :, 0] if one_d else out
+        out += b.reshape(-1, *(1,) * len(osize))
+    return out
 
 
 def _col2im(cols: np.ndarray, full: tuple, stride, dil) -> np.ndarray:
-    """Sum each kernel position's columns (N, kh, kw, C, ih, iw) into an (N, C, *full) image."""
-    n, kh, kw, c, ih, iw = cols.shape
-    out = np.zeros((n, c, *full), dtype=cols.dtype)
-    for i in range(kh):  # a loop over kernel positions only; each step is one strided add
-        hs = slice(i * dil[0], i * dil[0] + stride[0] * (ih - 1) + 1, stride[0])
-        for j in range(kw):
-            ws = slice(j * dil[1], j * dil[1] + stride[1] * (iw - 1) + 1, stride[1])
-            out[:, :, hs, ws] += cols[:, i, j]
+    """Sum each kernel position's columns (N, *ksize, C, *isize) into an (N, C, *full) image."""
+    nd = len(full)
+    ksize, isize = cols.shape[1:1 + nd], cols.shape[2 + nd:]
+    out = np.zeros((cols.shape[0], cols.shape[1 + nd], *full), dtype=cols.dtype)
+    # A loop over kernel positions only; each step is one strided add.
+    for pos in np.ndindex(*ksize):
+        spots = tuple(slice(p * d, p * d + s * (n - 1) + 1, s)
+                      for p, d, s, n in zip(pos, dil, stride, isize))
+        out[(slice(None), slice(None), *spots)] += cols[(slice(None), *pos)]
     return out
 
 
 def _conv_t(g, w, b, stride, dil, pads, groups, out_size) -> np.ndarray:
-    one_d = g.ndim == 3
-    g, w = _to2d(g), _to2d(w)
-    n, cin, ih, iw = g.shape
-    _, cog, kh, kw = w.shape
-    cig = cin // groups
-    # Rows ordered (kh, kw, group, cog) so each kernel position's columns are one block.
-    wt = w.reshape(groups, cig, cog, kh, kw).transpose(3, 4, 0, 2, 1)
-    wt = wt.reshape(kh * kw, groups, cog, cig)
-    cols = np.matmul(wt[:, None], g.reshape(1, n, groups, cig, ih * iw))
-    cols = cols.reshape(kh, kw, n, groups * cog, ih, iw).transpose(2, 0, 1, 3, 4, 5)
-    full = ((ih - 1) * stride[0] + dil[0] * (kh - 1) + 1,
-            (iw - 1) * stride[1] + dil[1] * (kw - 1) + 1)
+    n, cin, *isize = g.shape
+    _, cog, *ksize = w.shape
+    nd, cig = len(ksize), cin // groups
+    # Rows ordered (kernel position, group, cog) so each position's columns are one block.
+    wt = w.reshape(groups, cig, cog, math.prod(ksize)).transpose(3, 0, 2, 1)
+    cols = np.matmul(wt[:, None], g.reshape(1, n, groups, cig, math.prod(isize)))
+    cols = np.moveaxis(cols.reshape(*ksize, n, groups * cog, *isize), nd, 0)
+    full = tuple((i - 1) * s + d * (k - 1) + 1 for i, s, d, k in zip(isize, stride, dil, ksize))
     out = _col2im(cols, full, stride, dil)
     out = _pad_arr(out, tuple((-lo, size + lo - f) for (lo, _), size, f in
                               zip(pads, out_size, full)))
     if b is not None:
-        out += b.reshape(-1, 1, 1)
-    return out[:, :, 0] if one_d else out
+        out += b.reshape(-1, *(1,) * nd)
+    return out
 
 
 def _conv_weight(x, g, stride, dil, pads, groups, ksize) -> np.ndarray:
-    one_d = x.ndim == 3
-    x, g = _to2d(x), _to2d(g)
     xp = _pad_arr(x, pads)
     n, c = x.shape[:2]
-    o, oh, ow = g.shape[1:]
-    cg = c // groups
-    win = _windows(xp, ksize, stride, dil, (oh, ow)).transpose(1, 2, 3, 0, 4, 5)
-    cols = win.reshape(groups, cg * ksize[0] * ksize[1], n * oh * ow)
-    gg = g.reshape(n, groups, o // groups, oh * ow).transpose(1, 2, 0, 3).reshape(
-        groups, o // groups, n * oh * ow)
-    gw = np.matmul(gg, cols.transpose(0, 2, 1)).reshape(o, cg, *ksize)
-    return gw[:, :, 0] if one_d else gw
-
-
-def _spatial(t: Tensor) -> tuple:
-    return (1, t.shape[2]) if t.ndim == 3 else tuple(t.shape[2:])
+    o, *osize = g.shape[1:]
+    cg, opix = c // groups, math.prod(osize)
+    win = np.moveaxis(_windows(xp, ksize, stride, dil, osize), 0, 1 + len(ksize))
+    cols = win.reshape(groups, cg * math.prod(ksize), n * opix)
+    gg = g.reshape(n, groups, o // groups, opix).transpose(1, 2, 0, 3).reshape(
+        groups, o // groups, n * opix)
+    return np.matmul(gg, cols.transpose(0, 2, 1)).reshape(o, cg, *ksize)
 
 
 def _bias_grad(g: Tensor) -> Tensor:
-    return g.sum((0, 2) if g.ndim == 3 else (0, 2, 3))
+    return g.sum((0, *range(2, g.ndim)))
 
 
 def _adjoint_pads(pads, out_size, g_size, ksize, stride, dil) -> tuple:
@@ -129,16 +119,12 @@ def _adjoint_pads(pads, out_size, g_size, ksize, stride, dil) -> tuple:
     return tuple(res)
 
 
-def _ksize(w: Tensor) -> tuple:
-    return (1, w.shape[2]) if w.ndim == 3 else tuple(w.shape[2:])
-
-
 class Convolution(Op):
     node_name = "ConvolutionBackward0"
     saves = (0, 1)
 
     @staticmethod
-    def forward(ctx, x, w, b=None, stride=(1, 1), dil=(1, 1), pads=((0, 0), (0, 0)), groups=1):
+    def forward(ctx, x, w, b=None, *, stride, dil, pads, groups):
         ctx.geom = (stride, dil, pads, groups)
         return _conv(x, w, b, stride, dil, pads, groups)
 
@@ -148,8 +134,9 @@ class Convolution(Op):
         need = ctx.needs_input_grad
         stride, dil, pads, groups = ctx.geom
         kw = {"stride": stride, "dil": dil, "pads": pads, "groups": groups}
-        gx = ConvTranspose.apply(g, w, out_size=_spatial(x), **kw) if need[0] else None
-        gw = ConvWeight.apply(x, g, ksize=_ksize(w), **kw) if need[1] else None
+        grad_input = variant(ConvTranspose, _GRAD_NAME)
+        gx = grad_input.apply(g, w, out_size=x.shape[2:], **kw) if need[0] else None
+        gw = ConvWeight.apply(x, g, ksize=w.shape[2:], **kw) if need[1] else None
         if len(need) == 2:
             return gx, gw
         return gx, gw, (_bias_grad(g) if need[2] else None)
@@ -160,8 +147,7 @@ class ConvTranspose(Op):
     saves = (0, 1)
 
     @staticmethod
-    def forward(ctx, g, w, b=None, stride=(1, 1), dil=(1, 1), pads=((0, 0), (0, 0)), groups=1,
-                out_size=None):
+    def forward(ctx, g, w, b=None, *, stride, dil, pads, groups, out_size):
         ctx.geom = (stride, dil, pads, groups, out_size)
         return _conv_t(g, w, b, stride, dil, pads, groups, out_size)
 
@@ -170,10 +156,10 @@ class ConvTranspose(Op):
         g, w = ctx.saved_tensors
         need = ctx.needs_input_grad
         stride, dil, pads, groups, out_size = ctx.geom
-        adj = _adjoint_pads(pads, out_size, _spatial(g), _ksize(w), stride, dil)
+        adj = _adjoint_pads(pads, out_size, g.shape[2:], w.shape[2:], stride, dil)
         kw = {"stride": stride, "dil": dil, "pads": adj, "groups": groups}
-        gg = Convolution.apply(gy, w, **kw) if need[0] else None
-        gw = ConvWeight.apply(gy, g, ksize=_ksize(w), **kw) if need[1] else None
+        gg = variant(Convolution, _GRAD_NAME).apply(gy, w, **kw) if need[0] else None
+        gw = ConvWeight.apply(gy, g, ksize=w.shape[2:], **kw) if need[1] else None
         if len(need) == 2:
             return gg, gw
         return gg, gw, (_bias_grad(gy) if need[2] else None)
@@ -182,12 +168,11 @@ class ConvTranspose(Op):
 class ConvWeight(Op):
     """The weight gradient of a convolution, as a differentiable op of (input, grad_output)."""
 
-    node_name = "ConvolutionBackwardBackward0"
+    node_name = _GRAD_NAME
     saves = (0, 1)
 
     @staticmethod
-    def forward(ctx, x, g, stride=(1, 1), dil=(1, 1), pads=((0, 0), (0, 0)), groups=1,
-                ksize=None):
+    def forward(ctx, x, g, *, stride, dil, pads, groups, ksize):
         ctx.geom = (stride, dil, pads, groups)
         return _conv_weight(x, g, stride, dil, pads, groups, ksize)
 
@@ -197,7 +182,7 @@ class ConvWeight(Op):
         need = ctx.needs_input_grad
         stride, dil, pads, groups = ctx.geom
         kw = {"stride": stride, "dil": dil, "pads": pads, "groups": groups}
-        gx = ConvTranspose.apply(g, gw, out_size=_spatial(x), **kw) if need[0] else None
+        gx = ConvTranspose.apply(g, gw, out_size=x.shape[2:], **kw) if need[0] else None
         gg = Convolution.apply(x, gw, **kw) if need[1] else None
         return gx, gg
 
@@ -255,11 +240,6 @@ def _tuple(v, n: int) -> tuple:
         return (v,) * n
     v = tuple(int(a) for a in v)
     return v * n if len(v) == 1 else v
-
-
-def _lift(v: tuple, fill) -> tuple:
-    """A 1-D parameter as the 2-D one the primitives take."""
-    return (fill, *v) if len(v) == 1 else v
 
 
 def _check_common(name, x: Tensor, w: Tensor, b, nd: int, stride, dil, groups) -> None:
@@ -331,10 +311,8 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
             f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
             f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
             "actual input size")
-    kw = {"stride": _lift(stride, 1), "dil": _lift(dil, 1), "pads": _lift(pads, (0, 0)),
-          "groups": groups}
     args = (input, weight) if bias is None else (input, weight, bias)
-    return Convolution.apply(*args, **kw)
+    return Convolution.apply(*args, stride=stride, dil=dil, pads=pads, groups=groups)
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
@@ -347,6 +325,12 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
            dilation=1, groups: int = 1) -> Tensor:
     """2-D convolution over (N, C, H, W) or unbatched (C, H, W) input."""
     return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """3-D convolution over (N, C, D, H, W) or unbatched (C, D, H, W) input."""
+    return _convnd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
 def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding,
@@ -362,7 +346,9 @@ def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, s
     if any(v < 0 for v in pad):
         raise RuntimeError("negative padding is not supported")
     if any(o >= s and o >= d for o, s, d in zip(opad, stride, dil)):
-        dims = ("height", "width") if nd == 2 else ("width",)
+        if nd == 1:  # torch reports a 1-D transposed conv as the 2-D one it runs
+            opad, stride, dil = (0, *opad), (1, *stride), (1, *dil)
+        dims = ("depth", "height", "width")[-len(opad):]
         parts = [f"output_padding_{n}: {o}" for n, o in zip(dims, opad)]
         parts += [f"stride_{n}: {s}" for n, s in zip(dims, stride)]
         parts += [f"dilation_{n}: {d}" for n, d in zip(dims, dil)]
@@ -385,11 +371,9 @@ def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, s
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, input.shape[2:]))}"
                            f"). Calculated output size per channel: "
                            f"({' x '.join(map(str, out_size))}). Output size is too small")
-    kw = {"stride": _lift(stride, 1), "dil": _lift(dil, 1),
-          "pads": _lift(tuple((p, p) for p in pad), (0, 0)), "groups": groups,
-          "out_size": _lift(out_size, 1)}
     args = (input, weight) if bias is None else (input, weight, bias)
-    return ConvTranspose.apply(*args, **kw)
+    return ConvTranspose.apply(*args, stride=stride, dil=dil, pads=tuple((p, p) for p in pad),
+                               groups=groups, out_size=out_size)
 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
@@ -403,6 +387,14 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """2-D transposed convolution; ``weight`` is (in_channels, out_channels / groups, kh, kw)."""
     return _conv_transposend("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """3-D transposed convolution; ``weight`` is (in_channels, out_channels / groups, kd, kh,
+    kw)."""
+    return _conv_transposend("conv_transpose3d", 3, input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
 
 
@@ -458,5 +450,6 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,
 
 
 METHODS: dict = {}
-FUNCTIONS = {"conv1d": conv1d, "conv2d": conv2d, "conv_transpose1d": conv_transpose1d,
-             "conv_transpose2d": conv_transpose2d}
+FUNCTIONS = {"conv1d": conv1d, "conv2d": conv2d, "conv3d": conv3d,
+             "conv_transpose1d": conv_transpose1d, "conv_transpose2d": conv_transpose2d,
+             "conv_transpose3d": conv_transpose3d}

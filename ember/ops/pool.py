@@ -1,18 +1,32 @@
 """Pooling over strided windows: max, average and their adaptive forms.
 
-Every primitive works on (N, C, H, W) arrays and loops over kernel positions only (kh * kw
-strided steps, each vectorized over batch, channels and pixels). Max pooling is a gather at
-argmax indices (torch's flat per-plane indices); its backward is the matching scatter, whose
-backward is the gather again, so double backward works. Average pooling and its adjoint are a
-pair of primitives in the same way. 1-D pools are 2-D ones with a height of 1.
+Every primitive works on (N, C, *spatial) arrays with any number of spatial dims and loops
+over kernel positions only (one strided step each, vectorized over batch, channels and
+pixels). Max pooling is a gather at argmax indices (torch's flat per-plane indices); its
+backward is the matching scatter, whose backward is the gather again, so double backward
+works. Average pooling and its adjoint are a pair of primitives in the same way. One primitive
+serves every dim: ``variant`` gives it torch's node name for 1-D, 2-D or 3-D.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._common import variant
+
+
+def for_dims(op: type, nd: int) -> type:
+    """The variant of a pooling primitive named for ``nd`` spatial dims."""
+    return variant(op, op.node_name.format(nd))
+
+
+def _grad_name(ctx) -> str:
+    """torch's name for the node of a gradient computed by node ``ctx``:
+    ``AvgPool3DBackward0`` -> ``AvgPool3DBackwardBackward0``."""
+    return type(ctx).__name__.removesuffix("0") + "Backward0"
 
 
 def _out_len(n: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
@@ -28,15 +42,38 @@ def _padded(x: np.ndarray, pad, osize, ksize, stride, dil, fill) -> np.ndarray:
           for o, s, d, k, n, p in zip(osize, stride, dil, ksize, x.shape[2:], pad)]
     if not any(pad) and not any(hi):
         return x
-    widths = [(0, 0), (0, 0), (pad[0], hi[0]), (pad[1], hi[1])]
-    return np.pad(x, widths, constant_values=fill)
+    return np.pad(x, [(0, 0), (0, 0), *zip(pad, hi)], constant_values=fill)
 
 
-def _tap(xp: np.ndarray, i: int, j: int, osize, stride, dil) -> tuple:
-    """Index of the strided view of ``xp`` that kernel position (i, j) sees."""
+def _tap(pos: tuple, osize, stride, dil) -> tuple:
+    """Index of the strided view of the padded input that kernel position ``pos`` sees."""
     return (slice(None), slice(None),
-            slice(i * dil[0], i * dil[0] + stride[0] * (osize[0] - 1) + 1, stride[0]),
-            slice(j * dil[1], j * dil[1] + stride[1] * (osize[1] - 1) + 1, stride[1]))
+            *(slice(p * d, p * d + s * (o - 1) + 1, s)
+              for p, d, s, o in zip(pos, dil, stride, osize)))
+
+
+def _ravel(coords: list, size) -> np.ndarray:
+    """Flat per-plane indices from per-dim coordinate arrays that broadcast together."""
+    flat = coords[0]
+    for c, n in zip(coords[1:], size[1:]):
+        flat = flat * n + c
+    return flat
+
+
+def _unravel(arg: np.ndarray, ksize) -> list:
+    """Per-dim offsets of flat kernel positions ``arg``, kept in ``arg``'s small int dtype
+    (cheaper than ``np.unravel_index``'s int64 on a full-size array)."""
+    offs, step = [], 1
+    for d in reversed(range(len(ksize))):
+        off = arg // step if step > 1 else arg
+        offs.append(off % ksize[d] if d else off)
+        step *= ksize[d]
+    return offs[::-1]
+
+
+def _axis(v: np.ndarray, d: int, nd: int) -> np.ndarray:
+    """A 1-D array along spatial dim ``d`` of ``nd``, broadcastable against (..., *osize)."""
+    return v.reshape((-1,) + (1,) * (nd - 1 - d))
 
 
 # --- max pooling ---------------------------------------------------------------------------
@@ -45,45 +82,56 @@ def _tap(xp: np.ndarray, i: int, j: int, osize, stride, dil) -> tuple:
 def _max_pool(x, ksize, stride, pad, dil, osize):
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = _padded(x, pad, osize, ksize, stride, dil, fill)
-    best = xp[_tap(xp, 0, 0, osize, stride, dil)].copy()
-    arg = np.zeros(best.shape, dtype=np.int8 if ksize[0] * ksize[1] < 128 else np.int64)
-    for k in range(1, ksize[0] * ksize[1]):
-        v = xp[_tap(xp, k // ksize[1], k % ksize[1], osize, stride, dil)]
+    taps = list(np.ndindex(*ksize))
+    best = xp[_tap(taps[0], osize, stride, dil)].copy()
+    arg = np.zeros(best.shape, dtype=np.int8 if len(taps) < 128 else np.int64)
+    for k, pos in enumerate(taps[1:], 1):
+        v = xp[_tap(pos, osize, stride, dil)]
         # Strictly greater keeps the first maximum; NaN wins, as in torch.
         m = v > best
         if x.dtype.kind == "f":
             m |= v != v
         np.copyto(best, v, where=m)
         np.copyto(arg, k, where=m)
-    rows = np.arange(osize[0]).reshape(-1, 1) * stride[0] - pad[0] + (arg // ksize[1]) * dil[0]
-    cols = np.arange(osize[1]) * stride[1] - pad[1] + (arg % ksize[1]) * dil[1]
-    return best, rows * x.shape[3] + cols
+    nd = len(osize)
+    # The int64 dilation keeps a small-int offset times it from overflowing.
+    coords = [_axis(np.arange(o) * s - p, d, nd) + (off * np.int64(dl) if dl > 1 else off)
+              for d, (o, s, p, dl, off) in
+              enumerate(zip(osize, stride, pad, dil, _unravel(arg, ksize)))]
+    return best, _ravel(coords, x.shape[2:])
+
+
+def _planes(a: np.ndarray) -> np.ndarray:
+    """(N, C, *spatial) as (N * C, pixels)."""
+    return a.reshape(a.shape[0] * a.shape[1], math.prod(a.shape[2:]))
 
 
 def _scatter(g: np.ndarray, idx: np.ndarray, shape: tuple, unique: bool) -> np.ndarray:
-    n, c, h, w = shape
-    out = np.zeros((n * c, h * w), dtype=g.dtype)
-    per = idx.shape[2] * idx.shape[3]
-    i2, g2 = idx.reshape(n * c, per), g.reshape(n * c, per)
+    out = np.zeros((shape[0] * shape[1], math.prod(shape[2:])), dtype=g.dtype)
+    i2, g2 = _planes(idx), _planes(g)
     if unique:
         np.put_along_axis(out, i2, g2, axis=1)
     else:
-        np.add.at(out, (np.arange(n * c)[:, None], i2), g2)
+        np.add.at(out, (np.arange(len(out))[:, None], i2), g2)
     return out.reshape(shape)
 
 
 def _gather(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    n, c, h, w = x.shape
-    flat = x.reshape(n * c, h * w)
-    per = idx.shape[2] * idx.shape[3]
-    return np.take_along_axis(flat, idx.reshape(n * c, per), axis=1).reshape(idx.shape)
+    return np.take_along_axis(_planes(x), _planes(idx), axis=1).reshape(idx.shape)
 
 
-class MaxPool2d(Op):
-    node_name = "MaxPool2DWithIndicesBackward0"
+def _scatter_back(ctx, g, unique: bool):
+    """``g`` scattered back into the input's shape at node ``ctx``'s indices, under torch's
+    name for the gradient of that node."""
+    return variant(IndexScatter, _grad_name(ctx)).apply(g, idx=ctx.idx, shape=ctx.shape,
+                                                        unique=unique)
+
+
+class MaxPool(Op):
+    node_name = "MaxPool{}DWithIndicesBackward0"
 
     @staticmethod
-    def forward(ctx, x, ksize=(1, 1), stride=(1, 1), pad=(0, 0), dil=(1, 1), osize=(1, 1)):
+    def forward(ctx, x, ksize=(), stride=(), pad=(), dil=(), osize=()):
         out, idx = _max_pool(x, ksize, stride, pad, dil, osize)
         ctx.idx, ctx.shape = idx, x.shape
         ctx.unique = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dil, ksize))
@@ -91,13 +139,14 @@ class MaxPool2d(Op):
 
     @staticmethod
     def backward(ctx, g, _gidx=None):
-        return IndexScatter.apply(g, idx=ctx.idx, shape=ctx.shape, unique=ctx.unique)
+        return _scatter_back(ctx, g, ctx.unique)
 
 
 class IndexScatter(Op):
-    """grad_input of max pooling: ``g`` written (summed) at per-plane flat indices."""
+    """grad_input of max pooling, and max unpooling: ``g`` written (or summed) at per-plane
+    flat indices."""
 
-    node_name = "MaxPool2DWithIndicesBackwardBackward0"
+    node_name = "MaxUnpool{}DBackward0"
 
     @staticmethod
     def forward(ctx, g, idx=None, shape=None, unique=False):
@@ -107,10 +156,6 @@ class IndexScatter(Op):
     @staticmethod
     def backward(ctx, gg):
         return IndexGather.apply(gg, idx=ctx.idx)
-
-
-class MaxUnpool2d(IndexScatter):
-    node_name = "MaxUnpool2DBackward0"
 
 
 class IndexGather(Op):
@@ -123,7 +168,7 @@ class IndexGather(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return IndexScatter.apply(g, idx=ctx.idx, shape=ctx.shape, unique=False)
+        return _scatter_back(ctx, g, False)
 
 
 def _adaptive_bounds(n: int, o: int) -> tuple:
@@ -138,26 +183,33 @@ def _adaptive_index(n: int, o: int) -> np.ndarray:
     return np.minimum(start[:, None] + np.arange(kmax), end[:, None] - 1)
 
 
-class AdaptiveMaxPool2d(Op):
-    node_name = "AdaptiveMaxPool2DBackward0"
+class AdaptiveMaxPool(Op):
+    node_name = "AdaptiveMaxPool{}DBackward0"
 
     @staticmethod
-    def forward(ctx, x, osize=(1, 1)):
-        n, c, h, w = x.shape
-        ih, iw = _adaptive_index(h, osize[0]), _adaptive_index(w, osize[1])
-        win = x[:, :, ih[:, :, None, None], iw[None, None, :, :]]  # (N, C, oh, kh, ow, kw)
-        win = win.transpose(0, 1, 2, 4, 3, 5).reshape(n, c, *osize, ih.shape[1] * iw.shape[1])
-        arg = win.argmax(-1)  # the first maximum (or NaN) wins
-        kw = iw.shape[1]
-        rows = ih[np.arange(osize[0])[:, None], arg // kw]
-        cols = iw[np.arange(osize[1]), arg % kw]
-        idx = rows * w + cols
+    def forward(ctx, x, osize=()):
+        n, c, *size = x.shape
+        if 0 in osize:  # no windows: nothing to take a maximum of
+            ctx.idx, ctx.shape = np.zeros((n, c, *osize), dtype=np.int64), x.shape
+            return np.zeros((n, c, *osize), dtype=x.dtype), ctx.idx
+        nd = len(size)
+        pos = [_adaptive_index(s, o) for s, o in zip(size, osize)]
+        # Dim d's (o_d, k_d) positions index axes (2d, 2d + 1) of an (o1, k1, o2, k2, ...) grid.
+        grid = [p.reshape((1,) * 2 * d + p.shape + (1,) * 2 * (nd - 1 - d))
+                for d, p in enumerate(pos)]
+        win = x[(slice(None), slice(None), *grid)]
+        win = win.transpose(0, 1, *range(2, 2 + 2 * nd, 2), *range(3, 2 + 2 * nd, 2))
+        kmax = tuple(p.shape[1] for p in pos)
+        arg = win.reshape(n, c, *osize, math.prod(kmax)).argmax(-1)  # first max (or NaN) wins
+        coords = [p[_axis(np.arange(o), d, nd), off]
+                  for d, (p, o, off) in enumerate(zip(pos, osize, _unravel(arg, kmax)))]
+        idx = _ravel(coords, size)
         ctx.idx, ctx.shape = idx, x.shape
         return _gather(x, idx), idx
 
     @staticmethod
     def backward(ctx, g, _gidx=None):
-        return IndexScatter.apply(g, idx=ctx.idx, shape=ctx.shape, unique=False)
+        return _scatter_back(ctx, g, False)
 
 
 # --- average pooling -----------------------------------------------------------------------
@@ -175,74 +227,80 @@ def _avg_scale(geom, shape, dtype) -> np.ndarray:
     ksize, stride, pad, osize, include_pad, divisor = geom
     if divisor:
         return np.asarray(1.0 / divisor, dtype=dtype)
-    dh = _avg_divisor(shape[2], osize[0], ksize[0], stride[0], pad[0], include_pad)
-    dw = _avg_divisor(shape[3], osize[1], ksize[1], stride[1], pad[1], include_pad)
-    return (1.0 / (dh[:, None] * dw)).astype(dtype)
+    nd = len(osize)
+    count = 1
+    for d, (n, o, k, s, p) in enumerate(zip(shape[2:], osize, ksize, stride, pad)):
+        count = count * _axis(_avg_divisor(n, o, k, s, p, include_pad), d, nd)
+    return (1.0 / count).astype(dtype)
 
 
-class AvgPool2d(Op):
-    node_name = "AvgPool2DBackward0"
+class AvgPool(Op):
+    node_name = "AvgPool{}DBackward0"
 
     @staticmethod
     def forward(ctx, x, geom=None):
         ksize, stride, pad, osize = geom[:4]
         ctx.geom, ctx.shape = geom, x.shape
-        xp = _padded(x, pad, osize, ksize, stride, (1, 1), 0)
-        out = xp[_tap(xp, 0, 0, osize, stride, (1, 1))].copy()
-        for k in range(1, ksize[0] * ksize[1]):
-            out += xp[_tap(xp, k // ksize[1], k % ksize[1], osize, stride, (1, 1))]
+        ones = (1,) * len(ksize)
+        xp = _padded(x, pad, osize, ksize, stride, ones, 0)
+        taps = list(np.ndindex(*ksize))
+        out = xp[_tap(taps[0], osize, stride, ones)].copy()
+        for pos in taps[1:]:
+            out += xp[_tap(pos, osize, stride, ones)]
         out *= _avg_scale(geom, x.shape, x.dtype)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        return AvgPoolAdjoint.apply(g, geom=ctx.geom, shape=ctx.shape)
+        return variant(AvgPoolAdjoint, _grad_name(ctx)).apply(g, geom=ctx.geom, shape=ctx.shape)
 
 
 class AvgPoolAdjoint(Op):
     """grad_input of average pooling: each output's share spread back over its window."""
 
-    node_name = "AvgPool2DBackwardBackward0"
+    node_name = "AvgPool{}DBackwardBackward0"
 
     @staticmethod
     def forward(ctx, g, geom=None, shape=None):
         ksize, stride, pad, osize = geom[:4]
         ctx.geom = geom
+        ones = (1,) * len(ksize)
         gs = g * _avg_scale(geom, shape, g.dtype)
-        xp = _padded(np.zeros(shape, dtype=g.dtype), pad, osize, ksize, stride, (1, 1), 0)
-        for k in range(ksize[0] * ksize[1]):
-            xp[_tap(xp, k // ksize[1], k % ksize[1], osize, stride, (1, 1))] += gs
-        return xp[:, :, pad[0]:pad[0] + shape[2], pad[1]:pad[1] + shape[3]].copy()
+        xp = _padded(np.zeros(shape, dtype=g.dtype), pad, osize, ksize, stride, ones, 0)
+        for pos in np.ndindex(*ksize):
+            xp[_tap(pos, osize, stride, ones)] += gs
+        inside = tuple(slice(p, p + n) for p, n in zip(pad, shape[2:]))
+        return xp[(slice(None), slice(None), *inside)].copy()
 
     @staticmethod
     def backward(ctx, gg):
-        return AvgPool2d.apply(gg, geom=ctx.geom)
+        name = type(ctx).__name__.replace("BackwardBackward0", "Backward0")
+        return variant(AvgPool, name).apply(gg, geom=ctx.geom)
 
 
-def _adaptive_matrix(n: int, o: int, dtype) -> np.ndarray:
+def _adaptive_matrix(n: int, o: int) -> np.ndarray:
     """(o, n) matrix whose rows average each adaptive window."""
     start, end = _adaptive_bounds(n, o)
     pos = np.arange(n)
     m = (pos >= start[:, None]) & (pos < end[:, None])
-    return (m / (end - start)[:, None]).astype(dtype)
+    return m / (end - start)[:, None]
 
 
-class AdaptiveAvgPool2d(Op):
-    """Adaptive average pooling is linear and separable: ``A_h @ x @ A_w.T``."""
+class AdaptiveAvgPool(Op):
+    """Adaptive average pooling is linear and separable: one averaging matrix per dim."""
 
-    node_name = "AdaptiveAvgPool2DBackward0"
+    node_name = "AdaptiveAvgPool{}DBackward0"
 
     @staticmethod
-    def forward(ctx, x, osize=(1, 1)):
-        ah = _adaptive_matrix(x.shape[2], osize[0], x.dtype)
-        aw = _adaptive_matrix(x.shape[3], osize[1], x.dtype)
-        ctx.mats = (ah, aw)
-        return np.matmul(ah, np.matmul(x, aw.T))
+    def forward(ctx, x, osize=()):
+        ctx.mats = tuple(_adaptive_matrix(n, o).astype(x.dtype)
+                         for n, o in zip(x.shape[2:], osize))
+        return _apply_mats(x, ctx.mats)
 
     @staticmethod
     def backward(ctx, g):
-        ah, aw = (Tensor._make(m) for m in ctx.mats)
-        return ah.t().matmul(g).matmul(aw)
+        return variant(ResampleAdjoint, _grad_name(ctx)).apply(
+            g, mats=tuple(m.T for m in ctx.mats))
 
 
 # --- separable linear resampling: interpolation and non-constant padding -----------------
@@ -283,17 +341,6 @@ class Resample(Op):
 
 class ResampleAdjoint(Resample):
     node_name = "ResampleBackwardBackward0"
-
-
-def resample_op(node_name: str) -> type:
-    """The ``Resample`` primitive under torch's node name for one pad / upsample kind."""
-    if node_name not in _RESAMPLE:
-        _RESAMPLE[node_name] = type(node_name.removesuffix("Backward0"), (Resample,),
-                                    {"node_name": node_name, "__module__": __name__})
-    return _RESAMPLE[node_name]
-
-
-_RESAMPLE: dict = {}
 
 
 def gather_matrix(idx: np.ndarray, n: int) -> np.ndarray:

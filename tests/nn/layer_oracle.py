@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from oracle import assert_same
+from oracle import arr, assert_same
 
 import ember
 
@@ -72,3 +72,19 @@ def assert_same_structure(e_layer, t_layer) -> None:
     for (ek, ev), (_, tv) in zip(e_layer.state_dict().items(), t_layer.state_dict().items()):
         assert tuple(ev.shape) == tuple(tv.shape), ek
         assert str(ev.dtype).split(".")[-1] == str(tv.dtype).split(".")[-1], ek
+
+
+def check_layer(name: str, args, kw, shape, atol=1e-5, steps: int = 1,
+                random_params: bool = False) -> None:
+    """``nn.<name>(*args, **kw)`` built in both libraries has the same structure, then gives the
+    same outputs, gradients and buffers for ``steps`` training steps and one eval step, each on
+    a fresh random input of ``shape`` (torch's initial state copied once)."""
+    e, t = getattr(ember.nn, name)(*args, **kw), getattr(torch.nn, name)(*args, **kw)
+    assert_same_structure(e, t)
+    if random_params:  # non-trivial affine parameters instead of ones and zeros
+        with torch.no_grad():
+            for p in t.parameters():
+                p.copy_(torch.randn(p.shape))
+    for step in range(steps):
+        compare_layer(e, t, arr(*shape), atol=atol, copy=step == 0)
+    compare_layer(e, t, arr(*shape), train=False, atol=atol, copy=False)

@@ -126,17 +126,10 @@ NORM_LAYERS = [
 
 @pytest.mark.parametrize("name,args,kw,shape", NORM_LAYERS)
 def test_norm_layers(name, args, kw, shape):
-    import torch
-    from layer_oracle import assert_same_structure, compare_layer
+    from layer_oracle import check_layer
 
-    e, t = getattr(ember.nn, name)(*args, **kw), getattr(torch.nn, name)(*args, **kw)
-    assert_same_structure(e, t)
-    with torch.no_grad():  # non-trivial affine parameters
-        for p in t.parameters():
-            p.copy_(torch.randn(p.shape))
-    for step in range(3):  # running statistics over several steps, then eval
-        compare_layer(e, t, arr(*shape), atol=1e-4, copy=step == 0)
-    compare_layer(e, t, arr(*shape), train=False, atol=1e-4, copy=False)
+    # Running statistics over several steps, then eval.
+    check_layer(name, args, kw, shape, atol=1e-4, steps=3, random_params=True)
 
 
 def test_batchnorm_buffers_and_errors():
@@ -188,14 +181,9 @@ def test_norm_empty_batch():
     ("InstanceNorm2d", {"affine": True}, (3, 4, 5)),
 ])
 def test_instance_norm_layers(name, kw, shape):
-    import torch
-    from layer_oracle import assert_same_structure, compare_layer
+    from layer_oracle import check_layer
 
-    e, t = getattr(ember.nn, name)(3, **kw), getattr(torch.nn, name)(3, **kw)
-    assert_same_structure(e, t)
-    for step in range(2):
-        compare_layer(e, t, arr(*shape), atol=1e-4, copy=step == 0)
-    compare_layer(e, t, arr(*shape), train=False, atol=1e-4, copy=False)
+    check_layer(name, (3,), kw, shape, atol=1e-4, steps=2)
 
 
 def test_instance_norm_functional_and_errors():

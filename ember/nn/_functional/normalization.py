@@ -1,11 +1,15 @@
-"""F.batch_norm, F.layer_norm, F.group_norm (the fused primitives are in ember/ops/norm.py)."""
+"""F.batch_norm, F.instance_norm, F.layer_norm, F.group_norm, F.rms_norm,
+F.local_response_norm (the fused primitives are in ember/ops/norm.py)."""
 
 from __future__ import annotations
 
 import math
 
+from ember._dtype import finfo
 from ember._tensor import Tensor
+from ember.nn._functional.vision import pad
 from ember.ops.norm import NativeBatchNorm, NativeGroupNorm, NativeLayerNorm, norm_apply
+from ember.ops.pointwise_more import not_for
 
 
 def _check_vec(t, name: str, c: int) -> None:
@@ -84,26 +88,66 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     return out.view(input.shape)
 
 
-def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
+def _normalized_dims(input: Tensor, normalized_shape, weight, bias, name: str) -> tuple:
+    """Check ``normalized_shape`` (the trailing dims of ``input``) and the affine parameters'
+    shapes torch's way; return the dims to normalize over."""
     if isinstance(normalized_shape, int):
-        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of "
+        raise TypeError(f"{name}(): argument 'normalized_shape' (position 2) must be tuple of "
                         "ints, not int")
     ns = tuple(normalized_shape)
     k = len(ns)
-    if k == 0 or tuple(input.shape[input.ndim - k:]) != ns or input.ndim < k:
+    if k == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    if input.ndim < k or tuple(input.shape[input.ndim - k:]) != ns:
+        sep = ", " if name == "layer_norm" else ""  # torch prints [*, 3] and [*3]
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
-                           f"[*, {', '.join(map(str, ns))}], but got input of size"
+                           f"[*{sep}{', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
-    for t, name in ((weight, "weight"), (bias, "bias")):
+    for t, what in ((weight, "weight"), (bias, "bias")):
         if t is not None and tuple(t.shape) != ns:
-            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
-                               f"{name} of shape {list(t.shape)} and normalized_shape = "
+            raise RuntimeError(f"Expected {what} to be of same shape as normalized_shape, but got "
+                               f"{what} of shape {list(t.shape)} and normalized_shape = "
                                f"{list(ns)}")
-    nd = input.ndim
-    geom = (None, tuple(range(nd - k, nd)), ns, tuple(range(nd - k)))
-    return norm_apply(NativeLayerNorm, input, weight, bias, geom, eps, ns)[0]
+    return tuple(range(input.ndim - k, input.ndim))
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
+    dims = _normalized_dims(input, normalized_shape, weight, bias, "layer_norm")
+    geom = (None, dims, tuple(normalized_shape), tuple(range(dims[0])))
+    return norm_apply(NativeLayerNorm, input, weight, bias, geom, eps, tuple(normalized_shape))[0]
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """Divide by the root mean square over the trailing ``normalized_shape`` dims, then scale
+    by ``weight``. ``eps=None`` is the machine epsilon of the input's dtype."""
+    dims = _normalized_dims(input, normalized_shape, weight, None, "rms_norm")
+    if not input.dtype.is_floating_point:
+        raise not_for("rms_norm", input.dtype)
+    if eps is None:
+        eps = finfo(input.dtype).eps
+    out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    return out.to(input.dtype)  # the result keeps the input's dtype, whatever the weight's
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Divide each value by ``(k + alpha * mean of squares) ** beta``, the mean taken over
+    ``size`` neighbouring channels (dim 1; zeros past the edges count)."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         "dimensions)")
+    if input.numel() == 0:
+        return input
+    # The window of channel c is [c - size // 2, c + (size - 1) // 2].
+    squares = pad(input * input, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2))
+    mean = squares.unfold(1, size, 1).mean(-1)
+    return input / (mean * alpha + k).pow(beta)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
@@ -128,4 +172,5 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     return norm_apply(NativeGroupNorm, input, weight, bias, geom, eps, (c,))[0]
 
 
-__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm",
+           "rms_norm"]

@@ -1,4 +1,5 @@
-"""F.pad and F.interpolate: linear maps built from per-dim index / weight matrices."""
+"""F.pad and F.interpolate: linear maps built from per-dim index / weight matrices; the pixel
+and channel shuffles (ember/ops/shuffle.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import math
 import numpy as np
 
 from ember._tensor import Tensor
-from ember.ops.pool import ConstantPadNd, gather_matrix, resample_op
+from ember.ops._common import variant
+from ember.ops.pool import ConstantPadNd, Resample, gather_matrix
+from ember.ops.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
 
 _PAD_NAMES = {"reflect": "ReflectionPad", "replicate": "ReplicationPad",
               "circular": "CircularPad"}
@@ -36,7 +39,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.")
     mats = [_pad_matrix(mode, n, lo, hi, input.ndim - k + i, input.shape)
             for i, ((lo, hi), n) in enumerate(zip(per_dim, input.shape[input.ndim - k:]))]
-    return resample_op(f"{_PAD_NAMES[mode]}{k}DBackward0").apply(input, mats=tuple(mats))
+    return variant(Resample, f"{_PAD_NAMES[mode]}{k}DBackward0").apply(input, mats=tuple(mats))
 
 
 def _pad_matrix(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.ndarray:
@@ -108,7 +111,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
 
         return (adaptive_avg_pool1d if k == 1 else adaptive_avg_pool2d)(input, outs)
     mats = tuple(_interp_matrix(mode, n, o, s, align_corners) for n, o, s in zip(ins, outs, scales))
-    return resample_op(_INTERP[mode].format(k)).apply(input, mats=mats)
+    return variant(Resample, _INTERP[mode].format(k)).apply(input, mats=mats)
 
 
 def _interp_matrix(mode: str, n: int, o: int, scale, align_corners) -> np.ndarray:
@@ -133,4 +136,4 @@ def _interp_matrix(mode: str, n: int, o: int, scale, align_corners) -> np.ndarra
     return m
 
 
-__all__ = ["interpolate", "pad"]
+__all__ = ["channel_shuffle", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]

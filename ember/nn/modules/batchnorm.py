@@ -1,4 +1,4 @@
-"""BatchNorm1d / BatchNorm2d: per-channel normalization with running statistics."""
+"""BatchNorm1d / 2d / 3d: per-channel normalization with running statistics."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from ember.nn.parameter import Parameter
 
 
 class _BatchNorm(Module):
+    _ndims: tuple = ()  # the input ranks a subclass accepts
+
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None, dtype=None,
                  *, bias: bool = True) -> None:
@@ -55,6 +57,11 @@ class _BatchNorm(Module):
                 f"affine={self.affine}, bias={self.bias is not None}, "
                 f"track_running_stats={self.track_running_stats}")
 
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim not in self._ndims:
+            raise ValueError(f"expected {' or '.join(f'{n}D' for n in self._ndims)} input "
+                             f"(got {input.ndim}D input)")
+
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
@@ -73,17 +80,19 @@ class _BatchNorm(Module):
 class BatchNorm1d(_BatchNorm):
     """Batch norm over (N, C) or (N, C, L) input."""
 
-    def _check_input_dim(self, input: Tensor) -> None:
-        if input.ndim not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    _ndims = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
     """Batch norm over (N, C, H, W) input."""
 
-    def _check_input_dim(self, input: Tensor) -> None:
-        if input.ndim != 4:
-            raise ValueError(f"expected 4D input (got {input.ndim}D input)")
+    _ndims = (4,)
 
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) input."""
+
+    _ndims = (5,)
+
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]

@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d (torch's ``_ConvNd`` family)."""
+"""Conv1d/2d/3d and ConvTranspose1d/2d/3d (torch's ``_ConvNd`` family), Fold, Unfold."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ class _ConvNd(Module):
         return s
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias) -> Tensor:
-        fn = F.conv1d if self._nd == 1 else F.conv2d
+        fn = getattr(F, f"conv{self._nd}d")
         if self.padding_mode != "zeros":
             input = _pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return fn(input, weight, bias, self.stride, 0, self.dilation, self.groups)
@@ -117,6 +117,12 @@ class Conv1d(_ConvNd):
 
 class Conv2d(_ConvNd):
     """2-D convolution over (N, C_in, H, W) input."""
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W) input."""
+
+    _nd = 3
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -151,7 +157,7 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(res)
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:
-        fn = F.conv_transpose1d if self._nd == 1 else F.conv_transpose2d
+        fn = getattr(F, f"conv_transpose{self._nd}d")
         opad = self._output_padding(input, output_size)
         return fn(input, self.weight, self.bias, self.stride, self.padding, opad, self.groups,
                   self.dilation)
@@ -165,6 +171,12 @@ class ConvTranspose1d(_ConvTransposeNd):
 
 class ConvTranspose2d(_ConvTransposeNd):
     """2-D transposed convolution (the adjoint of Conv2d in its input)."""
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution (the adjoint of Conv3d in its input)."""
+
+    _nd = 3
 
 
 class Unfold(FunctionalLayer):
@@ -191,4 +203,5 @@ class Fold(FunctionalLayer):
         self.dilation, self.padding, self.stride = dilation, padding, stride
 
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+           "Fold", "Unfold"]

@@ -1,4 +1,4 @@
-"""InstanceNorm1d / InstanceNorm2d: per-sample, per-channel normalization."""
+"""InstanceNorm1d / 2d / 3d: per-sample, per-channel normalization."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ember.nn.modules.batchnorm import _BatchNorm
 
 
 class _InstanceNorm(_BatchNorm):
-    _no_batch_dim = 2
+    """``_ndims`` are (unbatched, batched) ranks."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,
@@ -20,7 +20,7 @@ class _InstanceNorm(_BatchNorm):
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
-        feature_dim = input.ndim - self._no_batch_dim
+        feature_dim = input.ndim - self._ndims[0]
         if input.shape[feature_dim] != self.num_features:
             if self.affine:
                 raise ValueError(f"expected input's size at dim={feature_dim} to match "
@@ -29,7 +29,7 @@ class _InstanceNorm(_BatchNorm):
             warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You "
                           "can silence this warning by not passing in num_features, which is "
                           "not used because affine=False", stacklevel=2)
-        if input.ndim == self._no_batch_dim:
+        if input.ndim == self._ndims[0]:
             return self._apply_instance_norm(input.unsqueeze(0)).squeeze(0)
         return self._apply_instance_norm(input)
 
@@ -42,19 +42,19 @@ class _InstanceNorm(_BatchNorm):
 class InstanceNorm1d(_InstanceNorm):
     """Instance norm over (N, C, L) or unbatched (C, L) input."""
 
-    def _check_input_dim(self, input: Tensor) -> None:
-        if input.ndim not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    _ndims = (2, 3)
 
 
 class InstanceNorm2d(_InstanceNorm):
     """Instance norm over (N, C, H, W) or unbatched (C, H, W) input."""
 
-    _no_batch_dim = 3
-
-    def _check_input_dim(self, input: Tensor) -> None:
-        if input.ndim not in (3, 4):
-            raise ValueError(f"expected 3D or 4D input (got {input.ndim}D input)")
+    _ndims = (3, 4)
 
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d"]
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm over (N, C, D, H, W) or unbatched (C, D, H, W) input."""
+
+    _ndims = (4, 5)
+
+
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]

@@ -1,4 +1,4 @@
-"""LayerNorm and GroupNorm."""
+"""LayerNorm, GroupNorm, RMSNorm and LocalResponseNorm."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numbers
 from ember import _creation
 from ember._tensor import Tensor
 from ember.nn import init
-from ember.nn._functional.normalization import group_norm, layer_norm
+from ember.nn._functional import normalization as F
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -28,15 +28,19 @@ def _reset_affine(module: Module) -> None:
         init.zeros_(module.bias)
 
 
+def _shape(normalized_shape) -> tuple:
+    if isinstance(normalized_shape, numbers.Integral):
+        return (normalized_shape,)
+    return tuple(normalized_shape)
+
+
 class LayerNorm(Module):
     """Normalize over the trailing ``normalized_shape`` dims, then a learned scale and shift."""
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
+        self.normalized_shape = _shape(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         _register_affine(self, self.normalized_shape, elementwise_affine, bias, dtype)
         self.reset_parameters()
@@ -46,7 +50,7 @@ class LayerNorm(Module):
             _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
-        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
@@ -72,11 +76,52 @@ class GroupNorm(Module):
             _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
-        return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
                 f"affine={self.affine}, bias={self.bias is not None}")
 
 
-__all__ = ["GroupNorm", "LayerNorm"]
+class RMSNorm(Module):
+    """Divide by the root mean square over the trailing ``normalized_shape`` dims, then a
+    learned scale. ``eps=None`` is the machine epsilon of the input's dtype."""
+
+    def __init__(self, normalized_shape, eps: float | None = None,
+                 elementwise_affine: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.normalized_shape = _shape(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        weight = (Parameter(_creation.empty(self.normalized_shape, dtype=dtype))
+                  if elementwise_affine else None)
+        self.register_parameter("weight", weight)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class LocalResponseNorm(Module):
+    """Normalize each value by the squares of its ``size`` neighbouring channels."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+__all__ = ["GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm"]

@@ -1,13 +1,20 @@
-"""Max, average and adaptive pooling layers (functions in ember/nn/_functional/pooling.py)."""
+"""Max, average, adaptive, unpooling and power-average pooling layers, 1-D to 3-D.
+
+Each layer stores its options and calls one function of ember/nn/_functional/pooling.py
+(``_fn``); the classes of a family differ only in that function.
+"""
 
 from __future__ import annotations
 
 from ember._tensor import Tensor
 from ember.nn._functional import pooling as F
+from ember.nn.modules._functional_layer import FunctionalLayer
 from ember.nn.modules.module import Module
 
 
 class _MaxPoolNd(Module):
+    _fn = None
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
@@ -20,21 +27,27 @@ class _MaxPoolNd(Module):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
+    def forward(self, input: Tensor):
+        return self._fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                        ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
 
 class MaxPool1d(_MaxPoolNd):
     """Max over sliding windows of (N, C, L) input."""
 
-    def forward(self, input: Tensor):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+    _fn = staticmethod(F.max_pool1d)
 
 
 class MaxPool2d(_MaxPoolNd):
     """Max over sliding windows of (N, C, H, W) input."""
 
-    def forward(self, input: Tensor):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+    _fn = staticmethod(F.max_pool2d)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over sliding windows of (N, C, D, H, W) input."""
+
+    _fn = staticmethod(F.max_pool3d)
 
 
 class AvgPool1d(Module):
@@ -60,8 +73,8 @@ class AvgPool1d(Module):
                             self.count_include_pad)
 
 
-class AvgPool2d(Module):
-    """Average over sliding windows of (N, C, H, W) input."""
+class _AvgPoolNd(Module):
+    _fn = None
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
@@ -75,65 +88,84 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return self._fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                        self.count_include_pad, self.divisor_override)
 
 
-class _AdaptivePool(Module):
-    def __init__(self, output_size, return_indices: bool = False) -> None:
+class AvgPool2d(_AvgPoolNd):
+    """Average over sliding windows of (N, C, H, W) input."""
+
+    _fn = staticmethod(F.avg_pool2d)
+
+
+class AvgPool3d(_AvgPoolNd):
+    """Average over sliding windows of (N, C, D, H, W) input."""
+
+    _fn = staticmethod(F.avg_pool3d)
+
+
+class _AdaptivePoolNd(Module):
+    _fn = None
+
+    def __init__(self, output_size) -> None:
         super().__init__()
         self.output_size = output_size
-        if self._max:
-            self.return_indices = return_indices
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
+    def forward(self, input: Tensor) -> Tensor:
+        return self._fn(input, self.output_size)
 
-class AdaptiveAvgPool1d(_AdaptivePool):
+
+class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
+    def __init__(self, output_size, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor):
+        return self._fn(input, self.output_size, self.return_indices)
+
+
+class AdaptiveAvgPool1d(_AdaptivePoolNd):
     """Average over ``output_size`` adaptive windows of (N, C, L) input."""
 
-    _max = False
-
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool1d(input, self.output_size)
+    _fn = staticmethod(F.adaptive_avg_pool1d)
 
 
-class AdaptiveAvgPool2d(_AdaptivePool):
+class AdaptiveAvgPool2d(_AdaptivePoolNd):
     """Average over ``output_size`` adaptive windows of (N, C, H, W) input."""
 
-    _max = False
-
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(input, self.output_size)
+    _fn = staticmethod(F.adaptive_avg_pool2d)
 
 
-class AdaptiveMaxPool1d(_AdaptivePool):
+class AdaptiveAvgPool3d(_AdaptivePoolNd):
+    """Average over ``output_size`` adaptive windows of (N, C, D, H, W) input."""
+
+    _fn = staticmethod(F.adaptive_avg_pool3d)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """Max over ``output_size`` adaptive windows of (N, C, L) input."""
 
-    _max = True
-
-    def forward(self, input: Tensor):
-        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+    _fn = staticmethod(F.adaptive_max_pool1d)
 
 
-class AdaptiveMaxPool2d(_AdaptivePool):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max over ``output_size`` adaptive windows of (N, C, H, W) input."""
 
-    _max = True
+    _fn = staticmethod(F.adaptive_max_pool2d)
 
-    def forward(self, input: Tensor):
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max over ``output_size`` adaptive windows of (N, C, D, H, W) input."""
+
+    _fn = staticmethod(F.adaptive_max_pool3d)
 
 
 class _MaxUnpoolNd(Module):
     _nd = 2
+    _fn = None
 
     def __init__(self, kernel_size, stride=None, padding=0) -> None:
         super().__init__()
@@ -148,24 +180,60 @@ class _MaxUnpoolNd(Module):
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return self._fn(input, indices, self.kernel_size, self.stride, self.padding,
+                        output_size)
+
 
 class MaxUnpool1d(_MaxUnpoolNd):
     """Inverse of MaxPool1d given its indices (zeros elsewhere)."""
 
     _nd = 1
-
-    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
-        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding,
-                              output_size)
+    _fn = staticmethod(F.max_unpool1d)
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
     """Inverse of MaxPool2d given its indices (zeros elsewhere)."""
 
-    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
-        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
-                              output_size)
+    _fn = staticmethod(F.max_unpool2d)
 
 
-__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-           "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "MaxUnpool1d", "MaxUnpool2d"]
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Inverse of MaxPool3d given its indices (zeros elsewhere)."""
+
+    _nd = 3
+    _fn = staticmethod(F.max_unpool3d)
+
+
+class _LPPoolNd(FunctionalLayer):
+    _args = ("norm_type", "kernel_size", "stride", "ceil_mode")
+
+    def __init__(self, norm_type: float, kernel_size, stride=None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling (the ``norm_type``-norm of each window) over (N, C, L) input."""
+
+    _fn = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over (N, C, H, W) input."""
+
+    _fn = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over (N, C, D, H, W) input."""
+
+    _fn = staticmethod(F.lp_pool3d)
+
+
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
