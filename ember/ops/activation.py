@@ -15,7 +15,7 @@ from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.ops._promote import cast, float_arg
-from ember.ops.pointwise import sigmoid, where
+from ember.ops.pointwise import ThresholdBackward, sigmoid, where
 
 
 def _const(mask: np.ndarray, like: np.ndarray) -> Tensor:
@@ -354,7 +354,7 @@ class Threshold(Op):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * _const(x._data > ctx.threshold, x._data)
+        return ThresholdBackward.apply(g, x, threshold=ctx.threshold)
 
 
 class Hardshrink(Op):

@@ -346,8 +346,27 @@ Exp = elementwise_op("Exp", quiet(np.exp), lambda g, out: g * out, saves=("resul
 Log = elementwise_op("Log", quiet(np.log), lambda g, x: g / x, saves=("self",))
 Tanh = elementwise_op("Tanh", np.tanh, lambda g, y: g * (1 - y * y), saves=("result",))
 Sigmoid = elementwise_op("Sigmoid", _sigmoid, lambda g, y: g * y * (1 - y), saves=("result",))
-Relu = elementwise_op("Relu", lambda x: np.maximum(x, 0), lambda g, y: g * (y > 0),
-                      saves=("result",))
+Relu = elementwise_op("Relu", lambda x: np.maximum(x, 0),
+                      lambda g, y: ThresholdBackward.apply(g, y), saves=("result",))
+
+
+class ThresholdBackward(Op):
+    """torch's ``threshold_backward``: ``g`` where ``x > threshold``, else 0, the gradient of
+    relu and threshold. A select, not ``g * mask``: a NaN in ``g`` is dropped where the input
+    was cut off, as in torch. Linear in ``g``, so its own gradient is itself."""
+
+    node_name = "ThresholdBackwardBackward0"
+    saves = (1,)
+
+    @staticmethod
+    def forward(ctx, g, x, threshold=0.0):
+        ctx.threshold = threshold
+        return np.where(x > threshold, g, np.zeros((), g.dtype))
+
+    @staticmethod
+    def backward(ctx, gg):
+        (x,) = ctx.saved_tensors
+        return ThresholdBackward.apply(gg, x, threshold=ctx.threshold), None
 
 exp = float_unary(Exp, "exp", "Elementwise e**x.")
 log = float_unary(Log, "log", "Natural logarithm (-inf at 0, NaN below).")

@@ -185,3 +185,24 @@ def test_integer_input_errors_softmax_prelu():
     check_error(lambda m, x: m.nn.functional.gelu(x, approximate="foo"), arr(2),
                 match="approximate argument must be either none or tanh.")
     check_error(lambda m, x: m.nn.functional.log_softmax(x, 2), arr(2, 3))
+
+
+@pytest.mark.parametrize("fn", [lambda L, x: L.relu(x), lambda L, x: L.nn.functional.relu(x),
+                                lambda L, x: L.nn.functional.threshold(x, 0.5, 3.0)],
+                         ids=["relu", "F.relu", "threshold"])
+def test_relu_threshold_backward_selects_like_torch(fn):
+    """torch's threshold_backward selects: a NaN upstream gradient is dropped where the input
+    was cut off; the gradient's own node is ThresholdBackwardBackward0, linear in its input."""
+    out = {}
+    for L in (torch, ember):
+        x = L.tensor([-1.0, 0.0, 0.5, 2.0], requires_grad=True, dtype=L.float64)
+        u = L.tensor([float("nan"), 1.0, float("inf"), 2.0], requires_grad=True,
+                     dtype=L.float64)
+        g = L.autograd.grad(fn(L, x), x, u, create_graph=True)[0]
+        v = L.tensor([3.0, float("nan"), 4.0, 5.0], dtype=L.float64)
+        (gu,) = L.autograd.grad(g, u, v)
+        out[L.__name__] = (g.detach().numpy(), type(g.grad_fn).__name__, gu.numpy())
+    e, t = out["ember"], out["torch"]
+    np.testing.assert_array_equal(e[0], t[0])
+    assert e[1] == t[1]
+    np.testing.assert_array_equal(e[2], t[2])
