@@ -365,3 +365,22 @@ def test_empty_more(fn):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # degrees-of-freedom warnings, in both libraries
         check(fn, np.zeros((0, 3), dtype=np.float32))
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.mean(), lambda x: x.mean(1),
+                                lambda x: x.mean((0, 1), keepdim=True),
+                                lambda x: x.double().mean(0), lambda x: x.sum(0)])
+def test_mean_gradient_graph_like_torch(fn):
+    """create_graph: mean's gradient is expand, then DivBackward1 (one edge), as in torch; a
+    third derivative goes through it again."""
+    from oracle import grad_fn_names
+
+    names = {}
+    for L in (torch, ember):
+        x = L.tensor(arr(2, 3), requires_grad=True)
+        y = fn(x)
+        g = L.autograd.grad(y, x, L.ones_like(y).requires_grad_(), create_graph=True)[0]
+        names[L.__name__] = [type(n).__name__ for n, _ in g.grad_fn.next_functions]
+    assert names["ember"] == names["torch"]
+    assert grad_fn_names(lambda L, t: fn(t), arr(2, 3), ember) == grad_fn_names(
+        lambda L, t: fn(t), arr(2, 3), torch)

@@ -164,6 +164,22 @@ class Div(Op):
         return ga, gb
 
 
+class DivScalar(Op):
+    """Division by a number inside a formula (torch's ``div(Tensor, Scalar)``, as in mean's
+    backward); Python's ``t / 2`` records ``DivBackward0`` in torch too."""
+
+    node_name = "DivBackward1"
+
+    @staticmethod
+    def forward(ctx, a, other):
+        ctx.other = other
+        return a / np.asarray(other, a.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return DivScalar.apply(g, other=ctx.other)
+
+
 class DivRounding(Op):
     """Floor or trunc division of floats: piecewise constant, so its gradient is zero."""
 

@@ -16,7 +16,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
-from ember.ops.pointwise import where
+from ember.ops.pointwise import DivScalar, where
 
 
 def norm_dims(dim, ndim: int) -> tuple:
@@ -63,10 +63,9 @@ def unsqueeze_to(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
     """Put back reduced dims (as size 1) so ``g`` broadcasts against the input."""
     if keepdim or not dims or g.ndim == len(shape):
         return g
-    kept = list(g.shape)
-    for d in dims:
-        kept.insert(d, 1)
-    return g.reshape(kept)
+    for d in sorted(dims):  # one unsqueeze per dim, lowest first: torch's graph
+        g = g.unsqueeze(d)
+    return g
 
 
 def reduced_size(shape: tuple, dims) -> int:
@@ -120,7 +119,9 @@ class Mean(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return unsqueeze_to(g / ctx.n, ctx.shape, ctx.dims, ctx.keepdim).expand(ctx.shape)
+        # expand, then divide: torch's order, so a double backward meets DivBackward1
+        g = unsqueeze_to(g, ctx.shape, ctx.dims, ctx.keepdim).expand(ctx.shape)
+        return DivScalar.apply(g, other=ctx.n)
 
 
 class MeanDim(Mean):
