@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from optim_oracle import compare_state_dicts
 
 import ember
 
@@ -76,7 +77,7 @@ def test_matches_torch_float64(case):
     for e, t in zip(ep, tp):
         np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-6, atol=1e-12)
         assert e._version == t._version
-    _compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-6)
+    compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
@@ -98,78 +99,11 @@ def test_matches_torch_float32_and_keeps_dtype(name):
                 assert v._data.dtype == np.float32
 
 
-def _compare_state_dicts(esd, tsd, rtol=1e-6):
-    assert set(esd) == set(tsd) == {"state", "param_groups"}
-    assert len(esd["param_groups"]) == len(tsd["param_groups"])
-    for eg, tg in zip(esd["param_groups"], tsd["param_groups"]):
-        assert eg == tg  # same keys and values, params as the same indices
-    assert set(esd["state"]) == set(tsd["state"])
-    for k in tsd["state"]:
-        es, ts = esd["state"][k], tsd["state"][k]
-        assert set(es) == set(ts)
-        for key in ts:
-            ev, tv = es[key], ts[key]
-            assert tuple(ev.shape) == tuple(tv.shape)
-            assert ev.dtype.name == str(tv.dtype).removeprefix("torch.")
-            np.testing.assert_allclose(ev.numpy(), tv.numpy(), rtol=rtol, atol=1e-12)
-
-
-def _to_torch(obj):
-    if isinstance(obj, ember.Tensor):
-        return torch.from_numpy(obj.numpy().copy())
-    if isinstance(obj, dict):
-        return {k: _to_torch(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return type(obj)(_to_torch(v) for v in obj)
-    return obj
-
-
-def _to_ember(obj):
-    if isinstance(obj, torch.Tensor):
-        return ember.tensor(obj.numpy().copy())
-    if isinstance(obj, dict):
-        return {k: _to_ember(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return type(obj)(_to_ember(v) for v in obj)
-    return obj
-
-
-@pytest.mark.parametrize("name,kw", [("SGD", {"lr": 0.1, "momentum": 0.9}),
-                                     ("Adam", {"lr": 0.01, "amsgrad": True}),
-                                     ("RMSprop", {"lr": 0.01, "centered": True}),
-                                     ("Adagrad", {"lr": 0.1})])
-def test_load_state_dict_from_torch_then_continue(name, kw):
-    """Train 10 steps in torch, move the state to a fresh ember optimizer, go on in both."""
-    rng = np.random.default_rng(3)
-    w0 = rng.standard_normal((4, 3))
-    tw = torch.tensor(w0, requires_grad=True)
-    topt = getattr(torch.optim, name)([tw], **kw)
-    grads = rng.standard_normal((20, 4, 3))
-    for g in grads[:10]:
-        tw.grad = torch.tensor(g)
-        topt.step()
-    ew = ember.tensor(tw.detach().numpy().copy(), requires_grad=True)
-    eopt = getattr(ember.optim, name)([ew], lr=123.0)
-    eopt.load_state_dict(_to_ember(topt.state_dict()))
-    assert eopt.param_groups[0]["lr"] == kw["lr"]
-    assert eopt.param_groups[0]["params"][0] is ew
-    for g in grads[10:]:
-        tw.grad = torch.tensor(g)
-        ew.grad = ember.tensor(g)
-        topt.step()
-        eopt.step()
-    np.testing.assert_allclose(ew.detach().numpy(), tw.detach().numpy(), rtol=1e-10)
-    # ...and back: ember's state dict loads into torch.
-    topt2 = getattr(torch.optim, name)([tw], lr=5.0)
-    topt2.load_state_dict(_to_torch(eopt.state_dict()))
-    assert topt2.state_dict()["param_groups"] == topt.state_dict()["param_groups"]
-
-
 def test_state_dict_shapes_like_torch_before_any_step():
     for name in ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]:
         e = getattr(ember.optim, name)([ember.zeros(2, requires_grad=True)], lr=0.1)
         t = getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], lr=0.1)
-        _compare_state_dicts(e.state_dict(), t.state_dict())
+        compare_state_dicts(e.state_dict(), t.state_dict())
         assert repr(e) == repr(t)
 
 

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from optim_oracle import compare_state_dicts, convert
 from oracle import outcome
 
 import ember
@@ -71,47 +72,6 @@ def _run(lib, name, kw, dtype, steps=STEPS, seed=0, lr_scale=0.5):
     return params, opt
 
 
-def _compare_state_dicts(esd, tsd, rtol=1e-6, atol=1e-12):
-    assert set(esd) == set(tsd) == {"state", "param_groups"}
-    assert len(esd["param_groups"]) == len(tsd["param_groups"])
-    for eg, tg in zip(esd["param_groups"], tsd["param_groups"]):
-        assert eg == tg  # same keys and values, params as the same indices
-    assert set(esd["state"]) == set(tsd["state"])
-    for k in tsd["state"]:
-        es, ts = esd["state"][k], tsd["state"][k]
-        assert list(es) == list(ts)  # same keys, made in the same order
-        for key in ts:
-            _compare_values(es[key], ts[key], rtol, atol, what=f"state[{k}][{key!r}]")
-
-
-def _compare_values(ev, tv, rtol, atol, what):
-    if isinstance(tv, torch.Tensor):
-        assert isinstance(ev, ember.Tensor), what
-        assert tuple(ev.shape) == tuple(tv.shape), what
-        assert ev.dtype.name == str(tv.dtype).removeprefix("torch."), what
-        np.testing.assert_allclose(ev.numpy(), tv.numpy(), rtol=rtol, atol=atol, err_msg=what)
-    elif isinstance(tv, list):
-        assert isinstance(ev, list) and len(ev) == len(tv), what
-        for e, t in zip(ev, tv):
-            _compare_values(e, t, rtol, atol, what)
-    elif isinstance(tv, float):
-        assert type(ev) is float, what
-        np.testing.assert_allclose(ev, tv, rtol=rtol, atol=atol, err_msg=what)
-    else:
-        assert type(ev) is type(tv) and ev == tv, (what, ev, tv)
-
-
-def _convert(obj, lib):
-    """A state dict with its tensors rebuilt in ``lib`` (ember or torch)."""
-    if isinstance(obj, ember.Tensor | torch.Tensor):
-        return lib.tensor(obj.detach().numpy().copy())
-    if isinstance(obj, dict):
-        return {k: _convert(v, lib) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return type(obj)(_convert(v, lib) for v in obj)
-    return obj
-
-
 # --- trajectories ---------------------------------------------------------------------------
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_matches_torch_float64(case):
@@ -123,7 +83,7 @@ def test_matches_torch_float64(case):
                                    atol=1e-12)
         if not kw.get("foreach"):  # torch's foreach kernels fuse some in-place writes
             assert e._version == t._version
-    _compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-6)
+    compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-6)
     assert eopt.defaults == topt.defaults
 
 
@@ -136,7 +96,7 @@ def test_matches_torch_float32_and_keeps_dtype(case):
         assert e._data.dtype == np.float32
         np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
-    _compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-5, atol=1e-6)
+    compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-5, atol=1e-6)
     for st in eopt.state.values():
         assert st["step"].dtype == ember.float32 and st["step"].ndim == 0
 
@@ -153,7 +113,7 @@ def test_scalar_state_follows_the_default_dtype(name):
             out[lib.__name__] = opt.state_dict()
         finally:
             lib.set_default_dtype(old)
-    _compare_state_dicts(out["ember"], out["torch"], rtol=1e-5, atol=1e-6)
+    compare_state_dicts(out["ember"], out["torch"], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -204,11 +164,15 @@ def test_defaults_state_dict_and_repr_before_any_step(name):
     t = getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], lr=0.1)
     assert e.defaults == t.defaults
     assert list(e.defaults) == list(t.defaults)
-    _compare_state_dicts(e.state_dict(), t.state_dict())
+    compare_state_dicts(e.state_dict(), t.state_dict())
     assert repr(e) == repr(t)
 
 
-@pytest.mark.parametrize("name,kw", [("Adadelta", {"weight_decay": 0.1}),
+@pytest.mark.parametrize("name,kw", [("SGD", {"lr": 0.1, "momentum": 0.9}),
+                                     ("Adam", {"lr": 0.01, "amsgrad": True}),
+                                     ("RMSprop", {"lr": 0.01, "centered": True}),
+                                     ("Adagrad", {"lr": 0.1}),
+                                     ("Adadelta", {"weight_decay": 0.1}),
                                      ("Adamax", {"lr": 0.01}),
                                      ("NAdam", {"lr": 0.01, "weight_decay": 0.1,
                                                 "decoupled_weight_decay": True}),
@@ -227,23 +191,23 @@ def test_load_state_dict_from_torch_then_continue(name, kw):
         topt_first.step()
     ew = ember.tensor(tw.detach().numpy().copy(), requires_grad=True)
     eopt = getattr(ember.optim, name)([ew], lr=123.0)
-    eopt.load_state_dict(_convert(topt_first.state_dict(), ember))
+    eopt.load_state_dict(convert(topt_first.state_dict(), ember))
     assert eopt.param_groups[0]["params"][0] is ew
     # loading casts float state (not step) to the parameter's dtype: compare with torch's load
     topt = getattr(torch.optim, name)([tw], lr=123.0)
     topt.load_state_dict(topt_first.state_dict())
-    _compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=0)
+    compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=0)
     for g in grads[10:]:
         tw.grad = torch.tensor(g)
         ew.grad = ember.tensor(g)
         topt.step()
         eopt.step()
     np.testing.assert_allclose(ew.detach().numpy(), tw.detach().numpy(), rtol=1e-10)
-    _compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-10)
+    compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-10)
     # ...and back: ember's state dict loads into torch, which carries on the same way.
     topt2 = getattr(torch.optim, name)([tw], lr=5.0)
-    topt2.load_state_dict(_convert(eopt.state_dict(), torch))
-    _compare_state_dicts(eopt.state_dict(), topt2.state_dict(), rtol=0)
+    topt2.load_state_dict(convert(eopt.state_dict(), torch))
+    compare_state_dicts(eopt.state_dict(), topt2.state_dict(), rtol=0)
 
 
 def _rosenbrock(lib, x):
@@ -278,16 +242,16 @@ def test_checkpoint_files_cross_over(name, tmp_path):
     to2 = getattr(torch.optim, name)([tw], lr=0.25)
     to2.load_state_dict(torch.load(tmp_path / "e.pt", weights_only=True))
     eo.load_state_dict(ember.load(tmp_path / "e.pt"))  # loading casts state to the param dtype
-    _compare_state_dicts(eo.state_dict(), to2.state_dict(), rtol=0)
+    compare_state_dicts(eo.state_dict(), to2.state_dict(), rtol=0)
     torch.save(to.state_dict(), tmp_path / "t.pt")
     eo2 = getattr(ember.optim, name)([ew], lr=0.25)
     eo2.load_state_dict(ember.load(tmp_path / "t.pt"))
     to.load_state_dict(torch.load(tmp_path / "t.pt", weights_only=True))
-    _compare_state_dicts(eo2.state_dict(), to.state_dict(), rtol=0)
+    compare_state_dicts(eo2.state_dict(), to.state_dict(), rtol=0)
     train(ember, eo2, ew, 3)
     train(torch, to, tw, 3)
     np.testing.assert_allclose(ew.detach().numpy(), tw.detach().numpy(), rtol=1e-7)
-    _compare_state_dicts(eo2.state_dict(), to.state_dict(), rtol=1e-7, atol=1e-10)
+    compare_state_dicts(eo2.state_dict(), to.state_dict(), rtol=1e-7, atol=1e-10)
 
 
 @pytest.mark.parametrize("name,scalars,buffers", [
@@ -309,7 +273,7 @@ def test_old_checkpoints_are_upgraded_like_torch(name, scalars, buffers):
         p.grad = lib.ones(2)
         opt.step()
         out[lib.__name__] = opt.state_dict()
-    _compare_state_dicts(out["ember"], out["torch"], rtol=1e-7)
+    compare_state_dicts(out["ember"], out["torch"], rtol=1e-7)
 
 
 # --- errors ---------------------------------------------------------------------------------
@@ -398,4 +362,4 @@ def test_lr_schedulers_drive_them_like_torch(name, sched):
         out[lib.__name__] = (p.detach().numpy().copy(), lrs, opt.state_dict())
     np.testing.assert_allclose(out["ember"][0], out["torch"][0], rtol=1e-6)
     np.testing.assert_allclose(out["ember"][1], out["torch"][1], rtol=1e-12)
-    _compare_state_dicts(out["ember"][2], out["torch"][2], rtol=1e-6)
+    compare_state_dicts(out["ember"][2], out["torch"][2], rtol=1e-6)

@@ -6,13 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_optim_extra import (
-    _combos,
-    _compare_state_dicts,
-    _compare_values,
-    _rosenbrock,
-    _same_error,
-)
+from optim_oracle import compare_state_dicts, compare_values
+from test_optim_extra import _combos, _rosenbrock, _same_error
 
 import ember
 
@@ -74,7 +69,7 @@ def test_lbfgs_rosenbrock_matches_torch_float64(kw):
     assert ecalls == tcalls
     np.testing.assert_allclose(el, tl, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(et, tt, rtol=1e-6, atol=1e-8)
-    _compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-5, atol=1e-8)
+    compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-5, atol=1e-8)
 
 
 @pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
@@ -90,7 +85,7 @@ def test_lbfgs_tensor_lr_like_torch(line_search_fn):
     np.testing.assert_allclose(et, tt, rtol=1e-6, atol=1e-8)
     esd, tsd = eopt.state_dict(), topt.state_dict()
     assert esd["param_groups"][0]["lr"].item() == tsd["param_groups"][0]["lr"].item()
-    _compare_values(esd["state"][0]["t"], tsd["state"][0]["t"], 1e-6, 1e-8, "t")
+    compare_values(esd["state"][0]["t"], tsd["state"][0]["t"], 1e-6, 1e-8, "t")
 
 
 @pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
@@ -103,7 +98,7 @@ def test_lbfgs_matches_torch_float32(line_search_fn, history_size):
     assert ecalls == tcalls
     np.testing.assert_allclose(el, tl, rtol=1e-4)
     np.testing.assert_allclose(et, tt, rtol=1e-4, atol=1e-5)
-    _compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-3, atol=1e-4)
+    compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("seed", [*range(12), 1611, 2958])

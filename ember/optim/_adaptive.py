@@ -8,13 +8,16 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
+    addcmul_,
     bump_step,
     check_capturable,
     check_flags,
     effective_grad,
+    lerp_,
     scratch_of,
     step_tensor,
     steps_to_tensors,
+    touch,
 )
 
 
@@ -31,6 +34,25 @@ def check_betas(betas) -> None:
     for i, beta in enumerate(betas[:2]):
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
+def decoupled_decay_(p: Tensor, lr: float, weight_decay: float) -> None:
+    """AdamW-style weight decay: shrink the parameter itself, not the gradient."""
+    if weight_decay != 0:
+        p._data *= 1 - lr * weight_decay
+        touch(p)
+
+
+def adam_moments_(state: dict, g, beta1: float, beta2: float, t0) -> tuple:
+    """Adam's running moments, in place as torch orders it: ``exp_avg`` lerps towards ``g``,
+    ``exp_avg_sq`` decays by ``beta2`` and adds ``(1 - beta2) * g * g``. Returns both arrays."""
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    lerp_(exp_avg._data, g, 1 - beta1, t0)
+    exp_avg_sq._data *= beta2
+    addcmul_(exp_avg_sq._data, g, g, 1 - beta2, t0)
+    touch(exp_avg)
+    touch(exp_avg_sq)
+    return exp_avg._data, exp_avg_sq._data
 
 
 def zeros_like(p: Tensor) -> Tensor:

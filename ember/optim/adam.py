@@ -7,11 +7,13 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.optim._adaptive import (
     AdaptiveOptimizer,
+    adam_moments_,
     check_betas,
     check_non_negative,
+    decoupled_decay_,
     zeros_like,
 )
-from ember.optim.optimizer import addcdiv_, addcmul_, check_lr, lerp_, scalar_float, touch
+from ember.optim.optimizer import addcdiv_, check_lr, scalar_float, touch
 
 __all__ = ["Adam"]
 
@@ -58,21 +60,14 @@ class Adam(AdaptiveOptimizer):
         decoupled = group["decoupled_weight_decay"]
         # Decoupled (AdamW) decay shrinks the parameter itself; else it is added to the gradient.
         for p, g, state, step in self._params_with_grad(group, tmp, 0 if decoupled else wd):
-            if wd != 0 and decoupled:
-                p._data *= 1 - lr * wd
-                touch(p)
+            if decoupled:
+                decoupled_decay_(p, lr, wd)
             t0, t1 = tmp(g, 0), tmp(g, 1)
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            lerp_(exp_avg._data, g, 1 - beta1, t0)
-            exp_avg_sq._data *= beta2
-            addcmul_(exp_avg_sq._data, g, g, 1 - beta2, t0)
-            touch(exp_avg)
-            touch(exp_avg_sq)
+            exp_avg, second = adam_moments_(state, g, beta1, beta2, t0)
             bias_correction1 = 1 - beta1**step
             bias_correction2 = 1 - beta2**step
             step_size = lr / bias_correction1
             bias_correction2_sqrt = bias_correction2**0.5
-            second = exp_avg_sq._data
             if group["amsgrad"]:
                 mx = state["max_exp_avg_sq"]
                 np.maximum(mx._data, second, out=mx._data)
@@ -81,5 +76,5 @@ class Adam(AdaptiveOptimizer):
             denom = np.sqrt(second, out=t1)
             denom /= bias_correction2_sqrt
             denom += eps
-            addcdiv_(p._data, exp_avg._data, denom, -step_size, t0)
+            addcdiv_(p._data, exp_avg, denom, -step_size, t0)
             touch(p)

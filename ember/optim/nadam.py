@@ -7,15 +7,15 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.optim._adaptive import (
     AdaptiveOptimizer,
+    adam_moments_,
     check_betas,
     check_non_negative,
+    decoupled_decay_,
     zeros_like,
 )
 from ember.optim.optimizer import (
     addcdiv_,
-    addcmul_,
     check_lr,
-    lerp_,
     scalar_float,
     step_tensor,
     touch,
@@ -66,9 +66,8 @@ class NAdam(AdaptiveOptimizer):
         wd, momentum_decay = group["weight_decay"], group["momentum_decay"]
         decoupled = group["decoupled_weight_decay"]
         for p, g, state, step in self._params_with_grad(group, tmp, 0 if decoupled else wd):
-            if wd != 0 and decoupled:
-                p._data *= 1 - lr * wd
-                touch(p)
+            if decoupled:
+                decoupled_decay_(p, lr, wd)
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
             mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
             mu_product = state["mu_product"]
@@ -76,16 +75,11 @@ class NAdam(AdaptiveOptimizer):
             touch(mu_product)
             prod = float(mu_product._data)
             t0, denom = tmp(g, 0), tmp(g, 1)
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            lerp_(exp_avg._data, g, 1 - beta1, t0)
-            exp_avg_sq._data *= beta2
-            addcmul_(exp_avg_sq._data, g, g, 1 - beta2, t0)
-            touch(exp_avg)
-            touch(exp_avg_sq)
-            np.divide(exp_avg_sq._data, 1 - beta2**step, out=denom)
+            exp_avg, exp_avg_sq = adam_moments_(state, g, beta1, beta2, t0)
+            np.divide(exp_avg_sq, 1 - beta2**step, out=denom)
             np.sqrt(denom, out=denom)
             denom += eps
             addcdiv_(p._data, g, denom, -lr * (1.0 - mu) / (1.0 - prod), t0)
             touch(p)
-            addcdiv_(p._data, exp_avg._data, denom, -lr * mu_next / (1.0 - prod * mu_next), t0)
+            addcdiv_(p._data, exp_avg, denom, -lr * mu_next / (1.0 - prod * mu_next), t0)
             touch(p)

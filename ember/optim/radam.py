@@ -7,11 +7,13 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.optim._adaptive import (
     AdaptiveOptimizer,
+    adam_moments_,
     check_betas,
     check_non_negative,
+    decoupled_decay_,
     zeros_like,
 )
-from ember.optim.optimizer import addcmul_, check_lr, lerp_, scalar_float, touch
+from ember.optim.optimizer import check_lr, scalar_float, touch
 
 __all__ = ["RAdam"]
 
@@ -54,25 +56,19 @@ class RAdam(AdaptiveOptimizer):
         wd, decoupled = group["weight_decay"], group["decoupled_weight_decay"]
         rho_inf = 2 / (1 - beta2) - 1  # the longest the approximated SMA gets
         for p, g, state, step in self._params_with_grad(group, tmp, 0 if decoupled else wd):
-            if wd != 0 and decoupled:
-                p._data *= 1 - lr * wd
-                touch(p)
+            if decoupled:
+                decoupled_decay_(p, lr, wd)
             t0, update = tmp(g, 0), tmp(g, 1)
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            lerp_(exp_avg._data, g, 1 - beta1, t0)
-            exp_avg_sq._data *= beta2
-            addcmul_(exp_avg_sq._data, g, g, 1 - beta2, t0)
-            touch(exp_avg)
-            touch(exp_avg_sq)
+            exp_avg, exp_avg_sq = adam_moments_(state, g, beta1, beta2, t0)
             bias_correction1 = 1 - beta1**step
             bias_correction2 = 1 - beta2**step
-            np.divide(exp_avg._data, bias_correction1, out=update)
+            np.divide(exp_avg, bias_correction1, out=update)
             update *= lr
             rho_t = rho_inf - 2 * step * beta2**step / bias_correction2
             if rho_t > 5.0:
                 # adaptive lr = sqrt(bias_correction2) / (sqrt(v) + eps), as torch's
                 # scalar / tensor: a reciprocal, then a product
-                adaptive = np.sqrt(exp_avg_sq._data, out=t0)
+                adaptive = np.sqrt(exp_avg_sq, out=t0)
                 adaptive += eps
                 np.reciprocal(adaptive, out=adaptive)
                 adaptive *= bias_correction2**0.5
