@@ -36,6 +36,9 @@ for _mod in (_creation, _random):
     globals().update(_mod.FUNCTIONS)
 _ops.install(Tensor, globals())
 globals().update(_LEGACY_TYPES)  # FloatTensor, LongTensor, ...
+# The public classes print as torch's do (<class 'torch.Tensor'>): where users import them.
+for _cls in (Tensor, Size, dtype, Generator):
+    _cls.__module__ = "ember"
 
 from ember import autograd  # noqa: E402
 

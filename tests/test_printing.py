@@ -281,3 +281,11 @@ def test_fuzz_shapes_dtypes_and_options(seed):
             torch.set_printoptions(profile="default")
             ember.set_printoptions(profile="default")
         assert e == t
+
+
+@pytest.mark.parametrize("make", [lambda L: L.ones(2), lambda L: L.ones(2).shape,
+                                  lambda L: L.float16, lambda L: L.nn.Parameter(L.ones(1)),
+                                  lambda L: L.nn.Linear(1, 1)])
+def test_public_classes_print_under_the_package_name(make):
+    """``type(x)`` reads <class 'torch.Tensor'>, <class 'torch.Size'>, ... with ember's name."""
+    assert repr(type(make(ember))) == repr(type(make(torch))).replace("torch", "ember")
