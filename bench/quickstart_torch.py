@@ -4,9 +4,9 @@
     python -m bench.quickstart_torch --model cnn --optimizer adam --epochs 2 --seed 0
 
 It makes the same random draws in the same order as ``ember.examples.quickstart`` (the model,
-a peek at the test loader, then shuffled epochs), so with one seed both print the same loss
-lines up to float rounding. The images are read with ember's dataset class (no torchvision
-needed) and handed to torch as a TensorDataset.
+a peek at the test loader, then the epochs, shuffled unless ``--no-shuffle``), so with one seed
+both print the same loss lines up to float rounding. The images are read with ember's dataset
+class (no torchvision needed) and handed to torch as a TensorDataset.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ def main(argv=None) -> float:
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--data-root", default=os.environ.get("EMBER_DATA_ROOT", "data"))
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--limit", type=int, default=None,
                    help="use only the first N training and test images (as the quickstart's)")
     args = p.parse_args(argv)
@@ -78,7 +79,7 @@ def main(argv=None) -> float:
     if args.limit:
         train_data, test_data = (Subset(d, range(min(args.limit, len(d))))
                                  for d in (train_data, test_data))
-    train_loader = DataLoader(train_data, batch_size=args.batch_size, shuffle=True)
+    train_loader = DataLoader(train_data, batch_size=args.batch_size, shuffle=args.shuffle)
     test_loader = DataLoader(test_data, batch_size=args.batch_size)
     next(iter(test_loader))  # the quickstart's shape printout draws a loader seed
     model = {"mlp": mlp, "cnn": ConvNet}[args.model]()

@@ -87,13 +87,14 @@ def test_quickstart_smoke(tmp_path):
 
 @pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist")
                     and not os.environ.get("EMBER_DATASETS"), reason="no Fashion-MNIST here")
-def test_quickstart_replays_torchs_run(tmp_path):
+@pytest.mark.parametrize("shuffle", ["--shuffle", "--no-shuffle"])
+def test_quickstart_replays_torchs_run(tmp_path, shuffle):
     # Same seed, same program in real torch (bench/quickstart_torch.py): same initial weights,
     # batches and updates, so the printed losses and the accuracy agree up to float rounding.
     from bench import quickstart_torch
     from ember.examples import quickstart
 
-    args = ["--epochs", "1", "--limit", "7000", "--seed", "0", "--lr", "0.01",
+    args = ["--epochs", "1", "--limit", "7000", "--seed", "0", "--lr", "0.01", shuffle,
             "--data-root", str(tmp_path / "data")]
     runs = []
     for main, extra in ((quickstart.main, ["--save", str(tmp_path / "m.pth")]),

@@ -144,6 +144,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--data-root", default=os.environ.get("EMBER_DATA_ROOT", "data"))
     p.add_argument("--num-workers", type=int, default=0)
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True,
+                   help="shuffle the training set each epoch (the tutorial's loader does not: "
+                        "--no-shuffle)")
     p.add_argument("--logdir", default=None, help="write TensorBoard event files here")
     p.add_argument("--save", default="model.pth", help="where to save the trained weights")
     p.add_argument("--limit", type=int, default=None,
@@ -172,7 +175,7 @@ def main(argv=None) -> float:
     classes = datasets.FashionMNIST.classes
 
     # Create data loaders.
-    train_dataloader = DataLoader(training_data, batch_size=args.batch_size, shuffle=True,
+    train_dataloader = DataLoader(training_data, batch_size=args.batch_size, shuffle=args.shuffle,
                                   num_workers=args.num_workers)
     test_dataloader = DataLoader(test_data, batch_size=args.batch_size,
                                  num_workers=args.num_workers)
