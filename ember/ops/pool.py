@@ -79,26 +79,73 @@ def _axis(v: np.ndarray, d: int, nd: int) -> np.ndarray:
 # --- max pooling ---------------------------------------------------------------------------
 
 
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # same-size integers
+
+
+def _first_argmax(views: list, best: np.ndarray, small: type) -> np.ndarray:
+    """Index of the first view equal to ``best`` at each output position (torch keeps the
+    first maximum): the count of leading views that differ, from cheap boolean passes."""
+    differs = views[0] != best
+    arg = differs.astype(small)
+    for v in views[1:-1]:
+        differs &= v != best
+        arg += differs
+    if best.dtype.kind == "f" and np.isnan(best).any():
+        for k, v in enumerate(views):  # torch: NaN wins, the last one in the window
+            np.copyto(arg, k, where=v != v)
+    return arg
+
+
+def _select(views: list, arg: np.ndarray) -> np.ndarray:
+    """``views[arg]`` elementwise, bit for bit (-0.0 stays -0.0), as OR-ed masked bit patterns:
+    a few fast passes per view where a masked copy would be slow on a random mask."""
+    bits = _UINT[views[0].dtype.itemsize]
+    out = np.zeros(arg.shape, bits)
+    for k, v in enumerate(views):
+        m = np.subtract(0, arg == k, dtype=bits)  # all ones where view k wins
+        m &= v.view(bits)
+        out |= m
+    return out.view(views[0].dtype)
+
+
 def _max_pool(x, ksize, stride, pad, dil, osize):
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = _padded(x, pad, osize, ksize, stride, dil, fill)
-    taps = list(np.ndindex(*ksize))
-    best = xp[_tap(taps[0], osize, stride, dil)].copy()
-    arg = np.zeros(best.shape, dtype=np.int8 if len(taps) < 128 else np.int64)
-    for k, pos in enumerate(taps[1:], 1):
-        v = xp[_tap(pos, osize, stride, dil)]
-        # Strictly greater keeps the first maximum; NaN wins, as in torch.
-        m = v > best
-        if x.dtype.kind == "f":
-            m |= v != v
-        np.copyto(best, v, where=m)
-        np.copyto(arg, k, where=m)
+    views = [xp[_tap(pos, osize, stride, dil)] for pos in np.ndindex(*ksize)]
+    if len(views) == 1:
+        return views[0].copy(), _ravel_window(np.zeros(views[0].shape, np.int8), x.shape,
+                                              ksize, stride, pad, dil, osize)
+    best = np.maximum(views[0], views[1])  # NaN propagates, as torch's NaN wins
+    for v in views[2:]:
+        np.maximum(best, v, out=best)
+    arg = _first_argmax(views, best, np.int8 if len(views) < 128 else np.int64)
+    if xp is not x and (best == fill).any():
+        # A window whose input values all equal the padding's fill: torch's index is its first
+        # tap inside the input, never the padding.
+        taps = list(np.ndindex(*ksize))
+        for k in reversed(range(len(views))):
+            inside = _inside(taps[k], x.shape, stride, pad, dil, osize)
+            np.copyto(arg, k, where=(best == fill) & inside)
+    return _select(views, arg), _ravel_window(arg, x.shape, ksize, stride, pad, dil, osize)
+
+
+def _inside(pos, shape, stride, pad, dil, osize) -> np.ndarray:
+    """Where kernel position ``pos`` reads the input itself, not padding (broadcastable)."""
+    nd, inside = len(osize), np.True_
+    for d, (q, o, s, p, dl, n) in enumerate(zip(pos, osize, stride, pad, dil, shape[2:])):
+        c = np.arange(o) * s - p + q * dl
+        inside = inside & _axis((c >= 0) & (c < n), d, nd)
+    return inside
+
+
+def _ravel_window(arg, shape, ksize, stride, pad, dil, osize) -> np.ndarray:
+    """torch's flat per-plane input index of kernel position ``arg`` in each window."""
     nd = len(osize)
     # The int64 dilation keeps a small-int offset times it from overflowing.
     coords = [_axis(np.arange(o) * s - p, d, nd) + (off * np.int64(dl) if dl > 1 else off)
               for d, (o, s, p, dl, off) in
               enumerate(zip(osize, stride, pad, dil, _unravel(arg, ksize)))]
-    return best, _ravel(coords, x.shape[2:])
+    return _ravel(coords, shape[2:])
 
 
 def _planes(a: np.ndarray) -> np.ndarray:

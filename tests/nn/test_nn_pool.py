@@ -32,6 +32,29 @@ def test_max_pool_ties_and_nan():
     check(lambda m, x: F(m).max_pool2d(x, 3, 1, return_indices=True), x)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+                                {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+                                {"kernel_size": (2, 3), "stride": 1, "padding": 1,
+                                 "dilation": 2}], ids=str)
+def test_max_pool_special_values_like_torch(kw, dtype):
+    """Windows of NaNs (the last one wins), of -inf only (the first tap inside the input, not
+    the padding), of +0 and -0 ties (the first one's sign): indices and bits as torch."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    x = rng.choice(np.array([0.0, -0.0, 1.0, -np.inf, np.nan, 2.0]), (2, 3, 9, 10),
+                   p=[0.3, 0.3, 0.1, 0.2, 0.05, 0.05]).astype(dtype)
+    out = {}
+    for L in (torch, ember):
+        v, i = L.nn.functional.max_pool2d(L.tensor(x), return_indices=True, **kw)
+        out[L.__name__] = v.numpy(), i.numpy()
+    (ev, ei), (tv, ti) = out["ember"], out["torch"]
+    np.testing.assert_array_equal(ei, ti)
+    np.testing.assert_array_equal(ev, tv)
+    np.testing.assert_array_equal(np.signbit(ev), np.signbit(tv))
+
+
 @pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1,
                                                      "return_indices": True},
                                 {"kernel_size": 2, "ceil_mode": True, "dilation": 2}])
