@@ -139,13 +139,15 @@ def _inside(pos, shape, stride, pad, dil, osize) -> np.ndarray:
 
 
 def _ravel_window(arg, shape, ksize, stride, pad, dil, osize) -> np.ndarray:
-    """torch's flat per-plane input index of kernel position ``arg`` in each window."""
-    nd = len(osize)
-    # The int64 dilation keeps a small-int offset times it from overflowing.
-    coords = [_axis(np.arange(o) * s - p, d, nd) + (off * np.int64(dl) if dl > 1 else off)
-              for d, (o, s, p, dl, off) in
-              enumerate(zip(osize, stride, pad, dil, _unravel(arg, ksize)))]
-    return _ravel(coords, shape[2:])
+    """torch's flat per-plane input index of kernel position ``arg`` in each window: the
+    window's corner (a broadcast sum of per-dim terms) plus a lookup of the tap's offset."""
+    size, nd = shape[2:], len(osize)
+    plane = [math.prod(size[d + 1:]) for d in range(nd)]  # flat step of each spatial dim
+    taps = np.array([sum(q * dl * ps for q, dl, ps in zip(pos, dil, plane))
+                     for pos in np.ndindex(*ksize)], dtype=np.int64)
+    corner = sum(_axis((np.arange(o) * s - p) * ps, d, nd)
+                 for d, (o, s, p, ps) in enumerate(zip(osize, stride, pad, plane)))
+    return taps[arg] + corner
 
 
 def _planes(a: np.ndarray) -> np.ndarray:
