@@ -384,3 +384,20 @@ def test_global_step_hooks_run_around_instance_hooks():
         h.remove()
     opt.step()
     assert order == ["global pre", "pre", "post", "global post"]
+
+
+@pytest.mark.parametrize("shape", [(300, 300), (70000,), (3, 40000)])
+def test_large_sgd_update_matches_torch(shape):
+    """Updates past the block size run block by block; each element is still torch's
+    ``p + (-lr) * g``."""
+    rng = np.random.default_rng(0)
+    w0, g = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape)
+    out = {}
+    for L in (torch, ember):
+        w = L.tensor(w0, requires_grad=True)
+        w.grad = L.tensor(g.astype(np.float32))
+        L.optim.SGD([w], lr=0.1, weight_decay=0.01).step()
+        out[L.__name__] = w.detach().numpy()
+    np.testing.assert_allclose(out["ember"], out["torch"], rtol=1e-6, atol=1e-7)
+    expected = w0 + np.float32(-0.1) * (g.astype(np.float32) + np.float32(0.01) * w0)
+    np.testing.assert_allclose(out["ember"], expected, rtol=1e-6, atol=1e-7)
