@@ -160,7 +160,14 @@ class Tensor(TensorCasts):
         return self._data.nbytes
 
     def stride(self, dim: int | None = None):
-        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        if self._data.size:
+            st = tuple(s // self._data.itemsize for s in self._data.strides)
+        else:  # NumPy's strides of an empty array are arbitrary: torch's contiguous ones
+            st, step = [], 1
+            for n in reversed(self._data.shape):
+                st.insert(0, step)
+                step *= max(n, 1)
+            st = tuple(st)
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self) -> int:

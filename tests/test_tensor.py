@@ -241,3 +241,10 @@ LEGACY_CASES = [
 @pytest.mark.parametrize("k", range(len(LEGACY_CASES)))
 def test_legacy_tensor_types(k):
     same(LEGACY_CASES[k])
+
+
+@pytest.mark.parametrize("make", [lambda L: L.empty(0, 3), lambda L: L.zeros(2, 0, 3),
+                                  lambda L: L.ones(3, 0)[:, :], lambda L: L.empty(0),
+                                  lambda L: L.arange(6).view(2, 3)[:0]])
+def test_empty_tensors_report_torchs_strides(make):
+    assert make(ember).stride() == make(torch).stride()

@@ -306,8 +306,7 @@ def _make(lib, shape, dtype, **kw):
 
 
 def _props(x):
-    stride = x.stride() if x.numel() else None  # ember's empty tensors report NumPy's strides
-    return (tuple(x.shape), str(x.dtype).replace("torch.", "ember."), stride,
+    return (tuple(x.shape), str(x.dtype).replace("torch.", "ember."), x.stride(),
             x.is_contiguous(), x.storage_offset(), x.requires_grad, x.is_leaf)
 
 
