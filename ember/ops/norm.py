@@ -96,20 +96,27 @@ class _Norm(Op):
 
 def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor, need) -> tuple:
     """First-order batch-norm backward with per-channel coefficients (fewer passes):
-    ``gx = a * g + k * x + c``. Only used without create_graph (statistics are constants)."""
+    ``gx = a * g + (k * x + c)``. Only used without create_graph (statistics are constants),
+    so it runs on arrays, reusing one full-size buffer."""
     _, dims, ashape, _ = ctx.geom
-    mean, invstd = Tensor._make(ctx.mean), Tensor._make(ctx.invstd)
-    m = max(x.numel() // w.numel(), 1)
-    sum_g = g.sum(dims, keepdim=True)
-    sum_gxhat = (g * (x - mean)).sum(dims, keepdim=True) * invstd
+    gd, xd, mean, invstd = g._data, x._data, ctx.mean, ctx.invstd
+    m = max(xd.size // w._data.size, 1)
+    sum_g = gd.sum(dims, keepdims=True)
+    buf = xd - mean
+    buf *= gd
+    sum_gxhat = buf.sum(dims, keepdims=True) * invstd
     gx = None
     if need[0]:
-        a = w.reshape(ashape) * invstd
+        a = w._data.reshape(ashape) * invstd
         k = a * invstd * sum_gxhat * (-1.0 / m)
         c = a * sum_g * (-1.0 / m) - k * mean
-        gx = g * a + (x * k + c)
-    gw = sum_gxhat.reshape(w.shape) if need[1] else None
-    gb = sum_g.reshape(w.shape) if need[2] else None
+        np.multiply(xd, k, out=buf)
+        buf += c
+        out = gd * a
+        out += buf
+        gx = Tensor._make(out)
+    gw = Tensor._make(sum_gxhat.reshape(w.shape)) if need[1] else None
+    gb = Tensor._make(sum_g.reshape(w.shape)) if need[2] else None
     return gx, gw, gb
 
 
