@@ -28,6 +28,19 @@ def variant(op: type, node_name: str) -> type:
 _VARIANTS: dict = {}
 
 
+UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # same-size integers
+
+
+def keep_where(mask: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``a`` where ``mask``, else +0, bit for bit (NaN and inf dropped, -0.0 kept): an AND with
+    an all-ones-or-zeros mask runs at the speed of a multiply, where ``np.where`` is ~10x
+    slower on a random mask and ``a * mask`` would turn a dropped NaN into NaN."""
+    bits = UINT_OF_SIZE[a.dtype.itemsize]
+    out = np.asarray(np.subtract(0, mask, dtype=bits))  # 0-d stays an array
+    np.bitwise_and(out, a.view(bits), out=out)
+    return out.view(a.dtype)
+
+
 def quiet(fn):
     """``fn`` with NumPy's divide/invalid/overflow warnings off: torch returns inf and NaN
     silently (log(0), sqrt(-1), exp(1000)), and so must ember."""

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ember.autograd.function import Op
-from ember.ops._common import variant
+from ember.ops._common import UINT_OF_SIZE, keep_where, variant
 
 
 def for_dims(op: type, nd: int) -> type:
@@ -79,9 +79,6 @@ def _axis(v: np.ndarray, d: int, nd: int) -> np.ndarray:
 # --- max pooling ---------------------------------------------------------------------------
 
 
-_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # same-size integers
-
-
 def _first_argmax(views: list, best: np.ndarray, small: type) -> np.ndarray:
     """Index of the first view equal to ``best`` at each output position (torch keeps the
     first maximum): the count of leading views that differ, from cheap boolean passes."""
@@ -97,15 +94,13 @@ def _first_argmax(views: list, best: np.ndarray, small: type) -> np.ndarray:
 
 
 def _select(views: list, arg: np.ndarray) -> np.ndarray:
-    """``views[arg]`` elementwise, bit for bit (-0.0 stays -0.0), as OR-ed masked bit patterns:
-    a few fast passes per view where a masked copy would be slow on a random mask."""
-    bits = _UINT[views[0].dtype.itemsize]
-    out = np.zeros(arg.shape, bits)
-    for k, v in enumerate(views):
-        m = np.subtract(0, arg == k, dtype=bits)  # all ones where view k wins
-        m &= v.view(bits)
-        out |= m
-    return out.view(views[0].dtype)
+    """``views[arg]`` elementwise, bit for bit (-0.0 stays -0.0): the OR of each view's bits
+    kept where it wins (fast passes, where a masked copy is slow on a random mask)."""
+    out = keep_where(arg == 0, views[0])
+    bits = out.view(UINT_OF_SIZE[out.itemsize])
+    for k, v in enumerate(views[1:], 1):
+        bits |= keep_where(arg == k, v).view(bits.dtype)
+    return out
 
 
 def _max_pool(x, ksize, stride, pad, dil, osize):
