@@ -18,8 +18,10 @@ from ember.autograd.grad_mode import STATE
 from ember.nn import init
 from ember.nn._functional.dropout import dropout as _dropout
 from ember.nn._functional.linear import linear
+from ember.nn.modules._rnn_packed import forward_packed
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
+from ember.nn.utils.rnn import PackedSequence
 from ember.ops.joining import cat, stack
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -225,6 +227,14 @@ class RNNBase(Module):
         dirs = 2 if self.bidirectional else 1
         return _creation.zeros(self.num_layers * dirs, x.shape[1], size, dtype=x.dtype)
 
+    def _step(self, w: dict, x_proj: Tensor, h: Tensor, c):
+        """One time step from the projected input: the new (h, c); c is None but for LSTM."""
+        if self.mode == "LSTM":
+            return _lstm_cell(x_proj, h, c, w["weight_hh"], w["bias_hh"], w["weight_hr"])
+        if self.mode == "GRU":
+            return _gru_cell(x_proj, h, w["weight_hh"], w["bias_hh"]), None
+        return _rnn_cell(x_proj, h, w["weight_hh"], w["bias_hh"], self.mode == "RNN_RELU"), None
+
     def _run(self, x: Tensor, h0: Tensor, c0=None):
         """x: (T, B, F). Returns the output (T, B, D * H) and final h (and c) stacked."""
         dirs = 2 if self.bidirectional else 1
@@ -242,14 +252,7 @@ class RNNBase(Module):
                 steps = range(len(proj) - 1, -1, -1) if d else range(len(proj))
                 seq = [None] * x.shape[0]
                 for t in steps:
-                    if self.mode == "LSTM":
-                        h, c = _lstm_cell(proj[t], h, c, w["weight_hh"], w["bias_hh"],
-                                          w["weight_hr"])
-                    elif self.mode == "GRU":
-                        h = _gru_cell(proj[t], h, w["weight_hh"], w["bias_hh"])
-                    else:
-                        h = _rnn_cell(proj[t], h, w["weight_hh"], w["bias_hh"],
-                                      self.mode == "RNN_RELU")
+                    h, c = self._step(w, proj[t], h, c)
                     seq[t] = h
                 outs.append(stack(seq, 0))
                 hs.append(h)
@@ -261,6 +264,8 @@ class RNNBase(Module):
 
     def _forward_h(self, input: Tensor, hx, name: str):
         """Forward of the single-state RNNs (RNN, GRU): returns (output, h_n)."""
+        if isinstance(input, PackedSequence):
+            return forward_packed(self, input, hx)
         x, batched = self._prepare(input, hx, name)
         h0 = _check_h(self, hx, x, batched)
         out, h, _ = self._run(x, h0)
@@ -287,7 +292,7 @@ class RNN(RNNBase):
                          device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input: Tensor, hx: Tensor | None = None):
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None):
         return self._forward_h(input, hx, "RNN")
 
 
@@ -302,7 +307,7 @@ class GRU(RNNBase):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, device=device, dtype=dtype)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None):
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None):
         return self._forward_h(input, hx, "GRU")
 
 
@@ -332,7 +337,9 @@ class LSTM(RNNBase):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, proj_size, device=device, dtype=dtype)
 
-    def forward(self, input: Tensor, hx=None):
+    def forward(self, input: Tensor | PackedSequence, hx=None):
+        if isinstance(input, PackedSequence):
+            return forward_packed(self, input, hx)
         x, batched = self._prepare(input, hx, "LSTM")
         real_h = self.proj_size or self.hidden_size
         dirs = 2 if self.bidirectional else 1

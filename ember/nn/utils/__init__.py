@@ -1,5 +1,6 @@
-"""nn.utils: gradient clipping and parameter/vector conversion."""
+"""nn.utils: gradient clipping, parameter/vector conversion, ``rnn`` sequence packing."""
 
+from ember.nn.utils import rnn
 from ember.nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -10,5 +11,5 @@ from ember.nn.utils.clip_grad import (
 from ember.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
-           "get_total_norm", "parameters_to_vector",
+           "get_total_norm", "parameters_to_vector", "rnn",
            "vector_to_parameters"]
