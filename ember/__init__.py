@@ -41,6 +41,8 @@ for _cls in (Tensor, Size, dtype, Generator):
     _cls.__module__ = "ember"
 
 from ember import autograd  # noqa: E402
+from ember._flags import *  # noqa: E402, F403 - matmul precision, determinism, threads
+from ember.amp.autocast_mode import *  # noqa: E402, F403
 
 __version__ = "0.1.0"
 
@@ -73,7 +75,8 @@ _LAZY_MODULES = {
     "nn", "optim", "utils", "linalg", "cuda", "backends", "accelerator", "vision", "viz",
     "serialization", "testing", "special", "examples", "random",
 }
-_LAZY_NAMES = {"save": "ember.serialization", "load": "ember.serialization"}
+_LAZY_NAMES = {"save": "ember.serialization", "load": "ember.serialization",
+               "compile": "ember._compile"}
 
 
 def __getattr__(name: str):

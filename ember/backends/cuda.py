@@ -5,7 +5,19 @@ from __future__ import annotations
 
 
 class _MatmulFlags:
-    allow_tf32 = False
+    # allow_tf32 is a view of torch.get/set_float32_matmul_precision, as in torch.
+    @property
+    def allow_tf32(self) -> bool:
+        from ember._flags import get_float32_matmul_precision
+
+        return get_float32_matmul_precision() != "highest"
+
+    @allow_tf32.setter
+    def allow_tf32(self, value: bool) -> None:
+        from ember._flags import set_float32_matmul_precision
+
+        set_float32_matmul_precision("high" if value else "highest")
+
     allow_fp16_reduced_precision_reduction = True
     allow_bf16_reduced_precision_reduction = True
 

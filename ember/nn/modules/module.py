@@ -268,6 +268,10 @@ class Module(StateDictMixin, HookMixin):
         else:
             super().__delattr__(name)
 
+    def __getstate__(self) -> dict:
+        # torch drops the compiled call on pickling; the copy runs uncompiled.
+        return {k: v for k, v in self.__dict__.items() if k != "_compiled_call_impl"}
+
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
@@ -461,6 +465,12 @@ class Module(StateDictMixin, HookMixin):
 
     _call_impl = __call__
 
+    def compile(self, *args, **kwargs) -> None:
+        """Compile ``__call__`` in place with ``ember.compile`` (which runs eagerly)."""
+        from ember._compile import compile as compile_
+
+        self._compiled_call_impl = compile_(self._call_impl, *args, **kwargs)
+
     # --- printing --------------------------------------------------------------------------------
     def _get_name(self) -> str:
         return self.__class__.__name__
@@ -485,7 +495,6 @@ class Module(StateDictMixin, HookMixin):
             else:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         return main_str + ")"
-
 
 
 __all__ = ["Module"]
