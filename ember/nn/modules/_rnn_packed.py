@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from ember import _creation
 from ember._tensor import Tensor
-from ember.nn._functional.dropout import dropout as _dropout
 from ember.nn._functional.linear import linear
 from ember.nn.utils.rnn import PackedSequence
-from ember.ops.joining import cat, stack
+from ember.ops.joining import cat
 
 
 def _forward_dir(mod, w: dict, proj: tuple, sizes: list, h: Tensor, c: Tensor | None):
@@ -52,23 +51,11 @@ def _reverse_dir(mod, w: dict, proj: tuple, sizes: list, h0: Tensor, c0: Tensor 
 
 
 def _run_packed(mod, x: Tensor, sizes: list, h0: Tensor, c0: Tensor | None):
-    dirs = 2 if mod.bidirectional else 1
-    hs, cs = [], []
-    for layer in range(mod.num_layers):
-        outs = []
-        for d in range(dirs):
-            k = layer * dirs + d
-            w = mod._weights(layer, d)
-            proj = linear(x, w["weight_ih"], w["bias_ih"]).split(sizes, 0)
-            run = _reverse_dir if d else _forward_dir
-            out, h, c = run(mod, w, proj, sizes, h0[k], c0[k] if c0 is not None else None)
-            outs.append(out)
-            hs.append(h)
-            cs.append(c)
-        x = outs[0] if dirs == 1 else cat(outs, -1)
-        if mod.dropout and mod.training and layer < mod.num_layers - 1:
-            x = _dropout(x, mod.dropout, True)
-    return x, stack(hs, 0), (stack(cs, 0) if c0 is not None else None)
+    def run_dir(w: dict, x: Tensor, d: int, h: Tensor, c: Tensor | None):
+        proj = linear(x, w["weight_ih"], w["bias_ih"]).split(sizes, 0)
+        return (_reverse_dir if d else _forward_dir)(mod, w, proj, sizes, h, c)
+
+    return mod._layers(x, h0, c0, run_dir)
 
 
 def forward_packed(mod, input: PackedSequence, hx):

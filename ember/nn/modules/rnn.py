@@ -235,32 +235,41 @@ class RNNBase(Module):
             return _gru_cell(x_proj, h, w["weight_hh"], w["bias_hh"]), None
         return _rnn_cell(x_proj, h, w["weight_hh"], w["bias_hh"], self.mode == "RNN_RELU"), None
 
-    def _run(self, x: Tensor, h0: Tensor, c0=None):
-        """x: (T, B, F). Returns the output (T, B, D * H) and final h (and c) stacked."""
+    def _layers(self, x: Tensor, h0: Tensor, c0, run_dir):
+        """The layer and direction loop shared by padded and packed input.
+
+        ``run_dir(w, x, d, h, c)`` runs one direction of one layer over the whole sequence
+        and returns its output and final (h, c). Returns the last layer's output and the
+        final states stacked (c is None but for LSTM)."""
         dirs = 2 if self.bidirectional else 1
         hs, cs = [], []
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
                 k = layer * dirs + d
-                w = self._weights(layer, d)
-                # All time steps in one GEMM; unbind gives one node whose backward stacks
-                # the per-step grads (indexing per step would sum T dense grads).
-                proj = linear(x, w["weight_ih"], w["bias_ih"]).unbind(0)
-                h = h0[k]
-                c = c0[k] if c0 is not None else None
-                steps = range(len(proj) - 1, -1, -1) if d else range(len(proj))
-                seq = [None] * x.shape[0]
-                for t in steps:
-                    h, c = self._step(w, proj[t], h, c)
-                    seq[t] = h
-                outs.append(stack(seq, 0))
+                out, h, c = run_dir(self._weights(layer, d), x, d, h0[k],
+                                    c0[k] if c0 is not None else None)
+                outs.append(out)
                 hs.append(h)
                 cs.append(c)
             x = outs[0] if dirs == 1 else cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = _dropout(x, self.dropout, True)
         return x, stack(hs, 0), (stack(cs, 0) if c0 is not None else None)
+
+    def _run(self, x: Tensor, h0: Tensor, c0=None):
+        """x: (T, B, F). Returns the output (T, B, D * H) and final h (and c) stacked."""
+        return self._layers(x, h0, c0, self._run_dir)
+
+    def _run_dir(self, w: dict, x: Tensor, d: int, h: Tensor, c):
+        # All time steps in one GEMM; unbind gives one node whose backward stacks the
+        # per-step grads (indexing per step would sum T dense grads).
+        proj = linear(x, w["weight_ih"], w["bias_ih"]).unbind(0)
+        seq = [None] * len(proj)
+        for t in (range(len(proj) - 1, -1, -1) if d else range(len(proj))):
+            h, c = self._step(w, proj[t], h, c)
+            seq[t] = h
+        return stack(seq, 0), h, c
 
     def _forward_h(self, input: Tensor, hx, name: str):
         """Forward of the single-state RNNs (RNN, GRU): returns (output, h_n)."""
