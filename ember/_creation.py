@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from ember import _dtype
-from ember._backend import check_device
+from ember import _backend, _dtype
+from ember._backend import CPU, check_device, to_device
 from ember._tensor import Tensor
 
 _SEQ = (list, tuple, range, np.ndarray)
@@ -51,9 +51,12 @@ def parse_size(args: tuple, fname: str, size=None) -> tuple:
 
 
 def finish(arr: np.ndarray, requires_grad: bool = False, device=None) -> Tensor:
-    """Wrap a fresh array as a leaf tensor, checking ``device`` and ``requires_grad``."""
+    """Wrap a fresh (CPU) array as a leaf tensor on ``device`` (default: the default
+    device), checking ``requires_grad``."""
     if device is not None:
-        check_device(device)
+        arr = to_device(arr, check_device(device))
+    elif _backend._default_device is not CPU:
+        arr = to_device(arr, _backend._default_device)
     t = Tensor._make(arr)
     if requires_grad:
         if arr.dtype.kind != "f" and not t.dtype.is_floating_point:
@@ -199,13 +202,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Like tensor(), but shares memory with a NumPy array or tensor when it can."""
     dt = _dtype.to_dtype(dtype) if dtype is not None else None
-    if device is not None:
-        check_device(device)
+    dev = check_device(device) if device is not None else None
     if isinstance(data, Tensor):
-        return data if dt is None or dt is data.dtype else data.to(dt)
-    if isinstance(data, np.ndarray) and (dt is None or data.dtype == dt.np):
+        return data.to(dtype=dt, device=dev)
+    if isinstance(data, np.ndarray) and (dt is None or data.dtype == dt.np) and dev in (None, CPU):
         return from_numpy(data)
-    return finish(array_from_data(data, dt))
+    return finish(array_from_data(data, dt), device=dev)
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
@@ -274,25 +276,26 @@ def _like_args(x, fname: str, dtype) -> _dtype.dtype:
 def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     dt = _like_args(input, "zeros_like", dtype)
-    return finish(np.zeros(input._data.shape, dt.np), requires_grad, device)
+    return finish(np.zeros(input._data.shape, dt.np), requires_grad, device or input.device)
 
 
 def ones_like(input: Tensor, *, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     dt = _like_args(input, "ones_like", dtype)
-    return finish(np.ones(input._data.shape, dt.np), requires_grad, device)
+    return finish(np.ones(input._data.shape, dt.np), requires_grad, device or input.device)
 
 
 def empty_like(input: Tensor, *, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     dt = _like_args(input, "empty_like", dtype)
-    return finish(np.empty(input._data.shape, dt.np), requires_grad, device)
+    return finish(np.empty(input._data.shape, dt.np), requires_grad, device or input.device)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     dt = _like_args(input, "full_like", dtype)
-    return finish(_filled(input._data.shape, _number(fill_value), dt), requires_grad, device)
+    return finish(_filled(input._data.shape, _number(fill_value), dt), requires_grad,
+                  device or input.device)
 
 
 # --- ranges --------------------------------------------------------------------------------
@@ -390,21 +393,22 @@ def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, devi
 def _new(factory, name: str):
     def method(self, *size, dtype=None, device=None, requires_grad: bool = False,
                layout=None, pin_memory: bool = False):
-        return factory(*size, dtype=dtype or self.dtype, device=device,
+        return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
                        requires_grad=requires_grad)
     method.__name__ = name
-    method.__doc__ = f"``{factory.__name__}`` with this tensor's dtype by default."
+    method.__doc__ = f"``{factory.__name__}`` with this tensor's dtype and device by default."
     return method
 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A new leaf tensor from ``data``, with this tensor's dtype by default."""
-    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    """A new leaf tensor from ``data``, with this tensor's dtype and device by default."""
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device,
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                 requires_grad=requires_grad)
 
 

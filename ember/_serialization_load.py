@@ -22,7 +22,7 @@ from typing import IO, Any
 import numpy as np
 
 from ember import _dtype
-from ember._backend import check_device, device
+from ember._backend import CPU, check_device, cupy_module, device, to_device, to_numpy
 from ember._tensor import Size, Tensor
 
 FileLike = str | os.PathLike | IO[bytes]
@@ -51,11 +51,12 @@ class StorageType:
 class _LoadedStorage:
     """A storage read from the archive: one array, which every tensor on it views."""
 
-    __slots__ = ("array", "holder")
+    __slots__ = ("array", "holder", "device")
 
     def __init__(self, array: np.ndarray) -> None:
         self.array = array
         self.holder = Tensor._make(array)
+        self.device = CPU  # where its tensors go: the saved location or map_location
 
 
 # --- rebuild functions (the targets of torch's names) --------------------------------------
@@ -77,8 +78,11 @@ def _rebuild_tensor_v2(storage: _LoadedStorage, storage_offset: int, size, strid
     view = np.ndarray(size, dtype=arr.dtype, buffer=arr,
                       offset=storage_offset * item if 0 not in size else 0,
                       strides=tuple(s * item for s in stride))
-    t = Tensor._make(view)
-    t._set_view_of(storage.holder)
+    if storage.device != CPU:  # a GPU copy of its own, no longer a view of the storage
+        t = Tensor._make(to_device(view, storage.device))
+    else:
+        t = Tensor._make(view)
+        t._set_view_of(storage.holder)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -238,18 +242,18 @@ class _Unpickler(pickle.Unpickler):
 
 # --- reading the archive --------------------------------------------------------------------
 def _restore_location(map_location, location: str):
-    """The device a storage saved at ``location`` goes to (always CPU for ember)."""
+    """The device a storage saved at ``location`` goes to."""
     if isinstance(map_location, dict):
         location = map_location.get(location, location)
         map_location = None
     target = location if map_location is None else map_location
     if isinstance(target, str | device | int) and str(target).startswith("cuda"):
-        if map_location is None:
+        if map_location is None and cupy_module() is None:
             raise RuntimeError(
                 "Attempting to deserialize object on a CUDA device but torch.cuda.is_available()"
                 " is False. If you are running on a CPU-only machine, please use ember.load "
                 "with map_location=ember.device('cpu') to map your storages to the CPU.")
-    check_device(target)
+    return check_device(target)
 
 
 def _open_archive(f, name: str):
@@ -363,9 +367,11 @@ def _load_archive(zf: zipfile.ZipFile, name: str, map_location, weights_only: bo
             st = _LoadedStorage(arr)
             moved = map_location(st.holder, location) if callable(map_location) else None
             if isinstance(moved, Tensor):
-                st = _LoadedStorage(moved._data)
+                st = _LoadedStorage(to_numpy(moved._data))
+                st.device = moved.device
             else:
-                _restore_location(None if callable(map_location) else map_location, location)
+                st.device = _restore_location(None if callable(map_location) else map_location,
+                                              location)
             loaded[key] = st
         return loaded[key]
 

@@ -13,7 +13,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ember import _dtype
-from ember._backend import CPU, check_device
+from ember._backend import CPU, CUDA0, check_device, is_array, to_device
 from ember._dtype import dtype as _DType
 from ember._size import Size
 from ember._tensor_casts import TensorCasts
@@ -35,6 +35,10 @@ class _Aux:
         self.name = None
 
 
+_HOST_COPY = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+              "tensor to host memory first.")
+
+
 class Tensor(TensorCasts):
     """A multi-dimensional array that records the operations applied to it for autograd."""
 
@@ -52,7 +56,7 @@ class Tensor(TensorCasts):
             shape = args[0] if len(args) == 1 and isinstance(args[0], Size) else args or (0,)
             arr = np.empty(tuple(shape), dtype=dt.np)
         if device is not None:
-            check_device(device)
+            arr = to_device(arr, check_device(device))
         self._init(arr)
         if requires_grad:
             self.requires_grad_(True)
@@ -70,7 +74,7 @@ class Tensor(TensorCasts):
     @classmethod
     def _make(cls, data, grad_fn=None, output_nr: int = 0) -> Tensor:
         t = object.__new__(Tensor)
-        if type(data) is not np.ndarray:
+        if type(data) is not np.ndarray and not is_array(data):
             data = np.asarray(data)
         t._data = data
         t._rg = grad_fn is not None
@@ -120,15 +124,15 @@ class Tensor(TensorCasts):
 
     @property
     def device(self):
-        return CPU
+        return CPU if type(self._data) is np.ndarray else CUDA0
 
     @property
     def is_cuda(self) -> bool:
-        return False
+        return type(self._data) is not np.ndarray
 
     @property
     def is_cpu(self) -> bool:
-        return True
+        return type(self._data) is np.ndarray
 
     @property
     def layout(self) -> str:
@@ -196,7 +200,7 @@ class Tensor(TensorCasts):
         return False
 
     def get_device(self) -> int:
-        return -1
+        return -1 if type(self._data) is np.ndarray else 0
 
     @property
     def is_sparse(self) -> bool:
@@ -366,12 +370,18 @@ class Tensor(TensorCasts):
         if self._rg and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if type(self._data) is not np.ndarray:
+            if not force:
+                raise TypeError(_HOST_COPY)
+            return self._data.get()
         return self._data
 
     def __array__(self, dtype=None, copy=None):
         if self._rg:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if type(self._data) is not np.ndarray:
+            raise TypeError(_HOST_COPY)
         return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self):

@@ -4,7 +4,7 @@ and the legacy tensor types (``ember.FloatTensor``, ...)."""
 from __future__ import annotations
 
 from ember import _dtype
-from ember._backend import check_device
+from ember._backend import CPU, check_device
 from ember._dtype import dtype as _DType
 
 
@@ -18,12 +18,14 @@ class TensorCasts:
 
         Returns ``self`` when nothing changes; otherwise a differentiable copy.
         """
-        dt, copy = _to_args(args, kwargs)
-        if (dt is None or dt is self.dtype) and not copy:
+        dt, dev, copy = _to_args(args, kwargs)
+        if dev == self.device:
+            dev = None
+        if (dt is None or dt is self.dtype) and dev is None and not copy:
             return self
         from ember.ops.pointwise import to_copy
 
-        return to_copy(self, dt or self.dtype)
+        return to_copy(self, dt or self.dtype, dev)
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """The legacy type name (``'ember.FloatTensor'``), or a copy converted to ``dtype``."""
@@ -73,12 +75,16 @@ class TensorCasts:
     def bool(self) -> TensorCasts:
         return self.to(_dtype.bool_)
 
-    def cpu(self) -> TensorCasts:
-        return self
+    def cpu(self, memory_format=None) -> TensorCasts:
+        return self.to(CPU)
 
-    def cuda(self, device=None, non_blocking: bool = False) -> TensorCasts:
-        check_device("cuda" if device is None else device)
-        return self
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> TensorCasts:
+        if isinstance(device, int) and not isinstance(device, bool):
+            device = f"cuda:{device}"
+        dev = check_device("cuda" if device is None else device)
+        if dev.type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device: {dev}")
+        return self.to(dev)
 
     def pin_memory(self) -> TensorCasts:
         return self
@@ -94,34 +100,34 @@ class TensorCasts:
 
 
 def _to_args(args: tuple, kwargs: dict):
-    """Parse ``Tensor.to``'s overloads into (dtype or None, copy)."""
-    dt = None
+    """Parse ``Tensor.to``'s overloads into (dtype or None, device or None, copy)."""
+    dt = dev = None
     copy = bool(kwargs.pop("copy", False))
     kwargs.pop("non_blocking", None)
     kwargs.pop("memory_format", None)
     if "dtype" in kwargs and kwargs["dtype"] is not None:
         dt = _dtype.to_dtype(kwargs.pop("dtype"))
     if kwargs.get("device") is not None:
-        check_device(kwargs.pop("device"))
+        dev = check_device(kwargs.pop("device"))
     if kwargs.keys() - {"dtype", "device"}:
         raise TypeError(f"to() got an unexpected keyword argument "
                         f"'{next(iter(kwargs.keys() - {'dtype', 'device'}))}'")
     flags = []
     for a in args:
         if isinstance(a, TensorCasts):
-            dt = a.dtype
+            dt, dev = a.dtype, a.device
         elif isinstance(a, _DType) or a in (float, int, bool):
             dt = _dtype.to_dtype(a)
         elif isinstance(a, bool):
             flags.append(a)  # positional non_blocking, then copy
         elif isinstance(a, str | int) or type(a).__name__ == "device":
-            check_device(a)
+            dev = check_device(a)
         elif a is not None:
             raise TypeError(f"to() received an invalid combination of arguments - got "
                             f"({type(a).__name__})")
     if len(flags) > 1:
         copy = copy or flags[1]
-    return dt, copy
+    return dt, dev, copy
 
 
 class tensortype(type):

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ember import _dtype
+from ember._backend import to_numpy
 
 
 @dataclasses.dataclass
@@ -179,7 +180,7 @@ def _summarized(a: np.ndarray) -> np.ndarray:
 
 def _printable(t) -> tuple[np.ndarray, bool]:
     """The tensor's values as an array NumPy can format (low-precision floats as float64)."""
-    arr = np.asarray(t._data)
+    arr = to_numpy(t._data)
     floating = t.dtype.is_floating_point
     if floating and arr.dtype != np.float64 and arr.dtype != np.float32:
         arr = arr.astype(np.float64)

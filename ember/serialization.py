@@ -24,7 +24,7 @@ from typing import IO, Any
 import numpy as np
 
 from ember import _dtype
-from ember._backend import device
+from ember._backend import device, to_numpy
 from ember._serialization_load import (
     add_safe_globals,
     clear_safe_globals,
@@ -79,10 +79,11 @@ _TORCH_TENSOR = _Global("torch", "Tensor")
 class _Storage:
     """One storage to write: the raw memory of a base array, shared by all its views."""
 
-    __slots__ = ("array", "dtype", "key")
+    __slots__ = ("array", "dtype", "key", "location")
 
-    def __init__(self, array: np.ndarray, dt: _dtype.dtype, key: str) -> None:
-        self.array, self.dtype, self.key = array, dt, key
+    def __init__(self, array: np.ndarray, dt: _dtype.dtype, key: str,
+                 location: str = "cpu") -> None:
+        self.array, self.dtype, self.key, self.location = array, dt, key, location
 
     def raw(self) -> np.ndarray:
         """The storage's bytes in memory order (no copy)."""
@@ -132,7 +133,7 @@ class _Pickler(pickle._Pickler):
 
     def persistent_id(self, obj):
         if type(obj) is _Storage:
-            return ("storage", _Global("torch", STORAGE_NAMES[obj.dtype]), obj.key, "cpu",
+            return ("storage", _Global("torch", STORAGE_NAMES[obj.dtype]), obj.key, obj.location,
                     obj.array.size)
         return None
 
@@ -147,7 +148,13 @@ class _Pickler(pickle._Pickler):
 
     def _storage_for(self, a: np.ndarray, dt: _dtype.dtype):
         """(storage, offset, stride) for ``a``: its base array's memory when torch can view it
-        that way (same dtype, non-negative strides), else a contiguous copy of its own."""
+        that way (same dtype, non-negative strides), else a contiguous copy of its own. A GPU
+        array gets a host copy of its own, saved at location ``cuda:0`` as torch does."""
+        if type(a) is not np.ndarray:
+            host = to_numpy(a)
+            st = _Storage(host, dt, str(len(self.storages)), "cuda:0")
+            self.storages[id(host)] = st
+            return st, 0, tuple(s // host.itemsize for s in host.strides)
         item = a.itemsize
         root = _root(a)
         ok = (root.dtype == a.dtype and (root.flags.c_contiguous or root.flags.f_contiguous)

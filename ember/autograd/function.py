@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+from ember._backend import _Cuda, gpu_gaps, one_device
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import forward_stack
 from ember.autograd.grad_mode import STATE, no_grad
@@ -314,7 +315,13 @@ class Op(Function):
             for t in inputs:
                 if t._rg:
                     return cls._apply_tracked(inputs, kw)
-        out = cls.forward(_Scratch(), *[t._data for t in inputs], **kw)
+        arrays = [t._data for t in inputs]
+        if _Cuda.active:
+            arrays = one_device(arrays)
+            with gpu_gaps(cls):
+                out = cls.forward(_Scratch(), *arrays, **kw)
+        else:
+            out = cls.forward(_Scratch(), *arrays, **kw)
         if type(out) is tuple:
             return tuple(Tensor._make(o) for o in out)
         res = Tensor._make(out)
@@ -330,7 +337,12 @@ class Op(Function):
         node._init_node(_edges(inputs))
         node.needs_input_grad = tuple(t._rg for t in inputs)
         arrays = [t._data for t in inputs]
-        out = cls.forward(node, *arrays, **kw)
+        if _Cuda.active:
+            arrays = one_device(arrays)
+            with gpu_gaps(cls):
+                out = cls.forward(node, *arrays, **kw)
+        else:
+            out = cls.forward(node, *arrays, **kw)
         if cls.saves:
             node._saved = tuple((inputs[i], inputs[i]._vc[0]) for i in cls.saves)
         if cls.broadcasts:

@@ -236,7 +236,7 @@ def _owned(g):
 
     if _private(g):
         return g if g._grad_fn is None and g._base is None else Tensor._make(g._data)
-    return Tensor._make(np.array(g._data, order="C"))
+    return Tensor._make(g._data.copy(order="C"))
 
 
 def _private(g) -> bool:
@@ -248,12 +248,14 @@ def _private(g) -> bool:
     reshaped from keepdim) qualifies when it spans its whole base and the base is held only by
     the view and by ``g._base``, the tensor it was made from, which only ``g`` holds."""
     a = g._data
-    if not (a.flags.c_contiguous and a.flags.writeable) or sys.getrefcount(a) > 3:
+    # (CuPy arrays are always writeable and have no such flag.)
+    if not (a.flags.c_contiguous and getattr(a.flags, "writeable", True)) \
+            or sys.getrefcount(a) > 3:
         return False  # refs: g._data, local, argument
     base = a.base
     if base is None:
         return True
-    if not isinstance(base, np.ndarray) or base.base is not None or base.size != a.size:
+    if type(base) is not type(a) or base.base is not None or base.size != a.size:
         return False
     owner = g._base
     if owner is None:

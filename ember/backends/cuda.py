@@ -26,4 +26,7 @@ matmul = _MatmulFlags()
 
 
 def is_built() -> bool:
-    return False
+    """Whether ember can compute on CUDA here (CuPy sees a GPU)."""
+    from ember._backend import cupy_module
+
+    return cupy_module() is not None

@@ -36,7 +36,9 @@ def keep_where(mask: np.ndarray, a: np.ndarray) -> np.ndarray:
     an all-ones-or-zeros mask runs at the speed of a multiply, where ``np.where`` is ~10x
     slower on a random mask and ``a * mask`` would turn a dropped NaN into NaN."""
     bits = UINT_OF_SIZE[a.dtype.itemsize]
-    out = np.asarray(np.subtract(0, mask, dtype=bits))  # 0-d stays an array
+    out = np.subtract(0, mask, dtype=bits)
+    if not out.ndim:  # NumPy gives a 0-d input a scalar back; out= below needs an array
+        out = np.asarray(out)
     np.bitwise_and(out, a.view(bits), out=out)
     return out.view(a.dtype)
 

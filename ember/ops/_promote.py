@@ -12,15 +12,22 @@ _NUMBER = (int, float, bool, np.number, np.bool_)
 
 def const(value, dt: _dtype.dtype) -> Tensor:
     """A 0-d constant tensor (no grad) holding a Python scalar in dtype ``dt``."""
-    return Tensor._make(scalar_array(value, dt.np))
+    return Tensor._make(_wrapped(value, dt.np))
 
 
-def scalar_array(value, np_dtype) -> np.ndarray:
+def _wrapped(value, np_dtype) -> np.ndarray:
     """``value`` as a 0-d array; an int outside the dtype's range wraps around, as in torch."""
     try:
         return np.array(value, dtype=np_dtype)
     except OverflowError:
         return np.array(value).astype(np_dtype)
+
+
+def scalar(value, np_dtype) -> np.generic:
+    """``value`` as a NumPy scalar of ``np_dtype`` (so float32 math stays float32), wrapping
+    as ``const`` does. A scalar, not a 0-d array: CuPy arrays mix with the one but not the
+    other."""
+    return _wrapped(value, np_dtype)[()]
 
 
 def as_tensor_arg(x, name: str = "other") -> Tensor | None:

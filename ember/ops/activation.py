@@ -11,16 +11,17 @@ import warnings
 
 import numpy as np
 
+from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.ops._promote import cast, float_arg
+from ember.ops._promote import cast, float_arg, scalar
 from ember.ops.pointwise import ThresholdBackward, sigmoid, where
 
 
 def _const(mask: np.ndarray, like: np.ndarray) -> Tensor:
     """A constant (no-grad) tensor of ``like``'s dtype, e.g. a 0/1 derivative mask."""
-    return Tensor._make(np.asarray(mask, dtype=like.dtype))
+    return Tensor._make(xp_of(mask).asarray(mask, dtype=like.dtype))
 
 
 # --- softmax family -------------------------------------------------------------------------
@@ -124,7 +125,12 @@ _erf_obj = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
-    """Exact erf elementwise (NumPy has none; math.erf is correctly rounded)."""
+    """Exact erf elementwise (NumPy has none; math.erf is correctly rounded). On the GPU,
+    CuPy's erf kernel."""
+    if xp_of(x) is not np:
+        from cupyx.scipy.special import erf  # noqa: PLC0415 - ships with cupy
+
+        return erf(x)
     return _erf_obj(x).astype(x.dtype, copy=False) if x.ndim else \
         np.asarray(math.erf(float(x)), dtype=x.dtype)
 
@@ -218,7 +224,7 @@ class LeakyRelu(Op):
     @staticmethod
     def forward(ctx, x, negative_slope=0.01):
         ctx.slope = negative_slope
-        return np.where(x > 0, x, x * np.asarray(negative_slope, x.dtype))
+        return np.where(x > 0, x, x * scalar(negative_slope, x.dtype))
 
     @staticmethod
     def backward(ctx, g):
@@ -291,8 +297,8 @@ class Silu(Op):
 
 
 def _softplus_np(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
-    bx = x * np.asarray(beta, x.dtype)
-    soft = np.logaddexp(np.zeros((), x.dtype), bx) / np.asarray(beta, x.dtype)
+    bx = x * scalar(beta, x.dtype)
+    soft = np.logaddexp(scalar(0, x.dtype), bx) / scalar(beta, x.dtype)
     return np.where(bx > threshold, x, soft).astype(x.dtype, copy=False)
 
 
@@ -334,7 +340,7 @@ class LogSigmoid(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return -np.logaddexp(np.zeros((), x.dtype), -x)
+        return -np.logaddexp(scalar(0, x.dtype), -x)
 
     @staticmethod
     def backward(ctx, g):
@@ -349,7 +355,7 @@ class Threshold(Op):
     @staticmethod
     def forward(ctx, x, threshold=0.0, value=0.0):
         ctx.threshold = threshold
-        return np.where(x > threshold, x, np.asarray(value, x.dtype))
+        return np.where(x > threshold, x, scalar(value, x.dtype))
 
     @staticmethod
     def backward(ctx, g):
@@ -364,7 +370,7 @@ class Hardshrink(Op):
     @staticmethod
     def forward(ctx, x, lambd=0.5):
         ctx.lambd = lambd
-        return np.where(np.abs(x) > lambd, x, np.zeros((), x.dtype))
+        return np.where(np.abs(x) > lambd, x, scalar(0, x.dtype))
 
     @staticmethod
     def backward(ctx, g):
@@ -378,8 +384,8 @@ class Softshrink(Hardshrink):
     @staticmethod
     def forward(ctx, x, lambd=0.5):
         ctx.lambd = lambd
-        shrunk = x - np.sign(x) * np.asarray(lambd, x.dtype)
-        return np.where(np.abs(x) > lambd, shrunk, np.zeros((), x.dtype))
+        shrunk = x - np.sign(x) * scalar(lambd, x.dtype)
+        return np.where(np.abs(x) > lambd, shrunk, scalar(0, x.dtype))
 
 
 class Glu(Op):

@@ -15,8 +15,8 @@ import math
 import warnings
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
+from ember._backend import as_strided
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._common import variant
@@ -46,8 +46,7 @@ def _windows(xp: np.ndarray, ksize, stride, dil, osize) -> np.ndarray:
     sp = xp.strides[2:]
     return as_strided(xp, (*xp.shape[:2], *ksize, *osize),
                       (*xp.strides[:2], *(s * d for s, d in zip(sp, dil)),
-                       *(s * t for s, t in zip(sp, stride))),
-                      writeable=False)
+                       *(s * t for s, t in zip(sp, stride))))
 
 
 def _conv(x, w, b, stride, dil, pads, groups) -> np.ndarray:
@@ -68,7 +67,7 @@ def _col2im(cols: np.ndarray, full: tuple, stride, dil) -> np.ndarray:
     """Sum each kernel position's columns (N, *ksize, C, *isize) into an (N, C, *full) image."""
     nd = len(full)
     ksize, isize = cols.shape[1:1 + nd], cols.shape[2 + nd:]
-    out = np.zeros((cols.shape[0], cols.shape[1 + nd], *full), dtype=cols.dtype)
+    out = np.zeros((cols.shape[0], cols.shape[1 + nd], *full), dtype=cols.dtype, like=cols)
     # A loop over kernel positions only; each step is one strided add.
     for pos in np.ndindex(*ksize):
         spots = tuple(slice(p * d, p * d + s * (n - 1) + 1, s)

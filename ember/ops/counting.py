@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
+from ember._backend import on_device_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops._common import variant
@@ -235,7 +236,7 @@ def _quantile_q(x: Tensor, q, dim, interpolation: str) -> Tensor:
     if not isinstance(q, Tensor):
         if not 0 <= q <= 1:
             raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {_fmt(q)}")
-        q = Tensor._make(np.asarray(q, dtype=x._data.dtype))
+        q = Tensor._make(on_device_of(x._data, np.asarray(q, dtype=x._data.dtype)))
     if interpolation not in _MODES:
         raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest, but got {interpolation}")
@@ -286,7 +287,7 @@ def _quantile(x: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_nan: 
     below = ranks.long()
     values = s.gather(-1, below)
     if interpolation in ("linear", "midpoint"):
-        weights = Tensor._make(np.full(ranks.shape, 0.5, ranks._data.dtype)) \
+        weights = ranks.new_full(ranks.shape, 0.5) \
             if interpolation == "midpoint" else ranks - below
         values = values.lerp(s.gather(-1, ranks.ceil().long()), weights)
     if q.ndim:  # the q dim goes first

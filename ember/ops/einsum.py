@@ -88,7 +88,7 @@ class Einsum(Op):
         ctx.subs, ctx.out = subs, out
         ctx.shapes = [a.shape for a in arrays]
         eq = ",".join(subs) + "->" + out
-        return np.asarray(np.einsum(eq, *arrays, optimize=True))
+        return np.einsum(eq, *arrays, optimize=True)
 
     @staticmethod
     def backward(ctx, g):

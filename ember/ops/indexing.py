@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ember._backend import add_at
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
@@ -87,12 +88,12 @@ class IndexGrad(Op):
     @staticmethod
     def forward(ctx, g, key=None, shape=None, accumulate=False):
         ctx.key, ctx.accumulate = key, accumulate
-        out = np.zeros(shape, dtype=g.dtype)
+        out = np.zeros(shape, dtype=g.dtype, like=g)
         target = _np_steps(out, key[0])
         if key[1] is None:
             target[...] = g
         elif accumulate:
-            np.add.at(target, key[1], g)
+            add_at(target, key[1], g)
         else:
             target[key[1]] = g
         return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._promote import cast
@@ -28,7 +29,7 @@ class MaskedFill(Op):
     @staticmethod
     def forward(ctx, x, mask=None, value=0):
         ctx.mask = mask
-        return np.where(mask, np.asarray(value).astype(x.dtype), x)
+        return np.where(mask, xp_of(x).asarray(value).astype(x.dtype), x)
 
     @staticmethod
     def backward(ctx, g):

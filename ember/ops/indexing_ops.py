@@ -6,9 +6,10 @@ import warnings
 
 import numpy as np
 
+from ember._backend import add_at, ufunc_method
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
-from ember.ops._promote import cast
+from ember.ops._promote import cast, scalar
 from ember.ops.indexing import IndexGrad, _parse
 from ember.ops.indexing_setitem import IndexPut, _value, write_at
 from ember.ops.inplace import apply_inplace
@@ -24,7 +25,7 @@ def _full_index(index: np.ndarray, dim: int) -> tuple:
         else:
             shape = [1] * nd
             shape[d] = index.shape[d]
-            key.append(np.arange(index.shape[d]).reshape(shape))
+            key.append(np.arange(index.shape[d], like=index).reshape(shape))
     return tuple(key)
 
 
@@ -112,7 +113,7 @@ class Gather(Op):
 
     @staticmethod
     def backward(ctx, g):
-        zeros = Tensor._make(np.zeros(ctx.shape, g.dtype.np))
+        zeros = Tensor._make(np.zeros(ctx.shape, g.dtype.np, like=g._data))
         return ScatterAdd.apply(zeros, g, index=ctx.index, dim=ctx.dim)
 
 
@@ -129,7 +130,7 @@ class ScatterAdd(Op):
     def forward(ctx, x, src, index=None, dim=0):
         ctx.index, ctx.dim, ctx.sshape = index, dim, src.shape
         out = x.copy()
-        np.add.at(_2d(out), _full_index(_2d(index), dim), _src_part(src, index))
+        add_at(_2d(out), _full_index(_2d(index), dim), _src_part(src, index))
         return out
 
     @staticmethod
@@ -182,7 +183,7 @@ class ScatterLegacyReduce(Op):
         out = x.copy()
         vals = _src_part(src, index) if src.ndim else src
         ufunc = np.add if reduce == "add" else np.multiply
-        ufunc.at(_2d(out), _full_index(_2d(index), dim), vals)
+        ufunc_method(ufunc, "at", _2d(out), _full_index(_2d(index), dim), vals)
         return out
 
     @staticmethod
@@ -271,7 +272,7 @@ class IndexSelect(Op):
 
     @staticmethod
     def backward(ctx, g):
-        zeros = Tensor._make(np.zeros(ctx.shape, g.dtype.np))
+        zeros = Tensor._make(np.zeros(ctx.shape, g.dtype.np, like=g._data))
         return IndexAdd.apply(zeros, g, index=ctx.index, dim=ctx.dim)
 
 
@@ -288,8 +289,8 @@ class IndexAdd(Op):
     def forward(ctx, x, src, index=None, dim=0, alpha=1):
         ctx.index, ctx.dim, ctx.alpha = index, dim, alpha
         out = x.copy()
-        s = src if alpha == 1 else src * np.asarray(alpha, src.dtype)
-        np.add.at(_along(out, dim), index, _along(s, dim))
+        s = src if alpha == 1 else src * scalar(alpha, src.dtype)
+        add_at(_along(out, dim), index, _along(s, dim))
         return out
 
     @staticmethod

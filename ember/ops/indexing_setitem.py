@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._backend import add_at
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
@@ -21,7 +22,7 @@ def _assign(target: np.ndarray, adv, v: np.ndarray, accumulate: bool = False) ->
         if adv is None:
             target[...] = v
         elif accumulate:
-            np.add.at(target, adv, v)
+            add_at(target, adv, v)
         else:
             target[adv] = v
     except ValueError as e:
@@ -74,14 +75,14 @@ class CopySlices(IndexPut):
 
 
 def _value(x: Tensor, value) -> Tensor:
-    from ember.ops._promote import cast, const
+    from ember.ops._promote import cast, const, scalar
 
     if isinstance(value, Tensor):
         return cast(value, x.dtype)
     if isinstance(value, np.ndarray):
         return Tensor._make(value.astype(x._data.dtype, copy=False))
     if isinstance(value, list | tuple):
-        return Tensor._make(np.asarray(value, dtype=x._data.dtype))
+        return Tensor._make(scalar(value, x._data.dtype))
     return const(value, x.dtype)
 
 

@@ -12,11 +12,12 @@ import sys
 import numpy as np
 
 from ember import _dtype
+from ember._backend import to_device
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import OUT, SAVED_HOOKS
-from ember.ops._promote import float_arg, scalar_array
+from ember.ops._promote import float_arg, scalar
 from ember.ops.pointwise import QualifiedNode
 from ember.ops.pointwise_math import AcoshInplace, AsinhInplace, AtanhInplace
 from ember.ops.pointwise_more import _CNAME
@@ -113,14 +114,14 @@ def _fast(name: str, ufunc):
                     other._data.ndim <= d.ndim:
                 o = other._data
             elif type(other) in (int, float):
-                o = np.asarray(other, dtype=d.dtype)
+                o = scalar(other, d.dtype)
             else:
                 o = None
             if o is not None and (o.shape == d.shape or
                                   np.broadcast_shapes(o.shape, d.shape) == d.shape):
                 check_inplace(self)
                 if alpha != 1:
-                    o = o * np.asarray(alpha, dtype=d.dtype)
+                    o = o * scalar(alpha, d.dtype)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ufunc(d, o, out=d)
                 self._vc[0] += 1
@@ -212,7 +213,7 @@ def fill_(x: Tensor, value) -> Tensor:
         if STATE.enabled and (value._rg or x._rg):
             return apply_inplace(x, FillT.apply, value)
         value = value._data
-    return write_values(x, scalar_array(value, x._data.dtype))
+    return write_values(x, scalar(value, x._data.dtype))
 
 
 def copy_(x: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
@@ -229,7 +230,8 @@ def copy_(x: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if STATE.enabled and (src._rg or x._rg):
         return apply_inplace(x, CopyFrom.apply, src)
     check_inplace(x)
-    np.copyto(x._data, np.broadcast_to(src._data, xs), casting="unsafe")
+    s = src._data if type(src._data) is type(x._data) else to_device(src._data, x.device)
+    np.copyto(x._data, np.broadcast_to(s, xs), casting="unsafe")
     x._vc[0] += 1
     return x
 

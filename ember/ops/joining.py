@@ -25,7 +25,8 @@ def _tensor_list(tensors, fname: str) -> list:
 
 def _grads(ctx, grads) -> list:
     """Zeros for the outputs that received no gradient (multi-output nodes)."""
-    return [Tensor._make(np.zeros(shape, dt)) if g is None else g
+    ref = next((g._data for g in grads if g is not None), None)  # for the device
+    return [Tensor._make(np.zeros(shape, dt, like=ref)) if g is None else g
             for g, (shape, dt) in zip(grads, ctx._out_meta)]
 
 
@@ -42,7 +43,8 @@ class Cat(Op):
         if skip is None:
             return np.concatenate(arrays, axis=dim)
         kept = [a for a, s in zip(arrays, skip) if not s]
-        return np.concatenate(kept, axis=dim) if kept else np.zeros(0, arrays[0].dtype)
+        return np.concatenate(kept, axis=dim) if kept else np.zeros(0, arrays[0].dtype,
+                                                                     like=arrays[0])
 
     @staticmethod
     def backward(ctx, g):
@@ -52,7 +54,8 @@ class Cat(Op):
         skip = ctx.skip or (False,) * len(ctx.sizes)
         for size, skipped, need in zip(ctx.sizes, skip, ctx.needs_input_grad):
             if skipped:  # torch still hands the skipped empty input an (empty) gradient
-                out.append(Tensor._make(np.zeros(0, g._data.dtype)) if need else None)
+                out.append(Tensor._make(np.zeros(0, g._data.dtype, like=g._data)) if need
+                           else None)
                 continue
             out.append(Slice.apply(g, dim=ctx.dim, sl=slice(start, start + size))
                        if need else None)

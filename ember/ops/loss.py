@@ -11,6 +11,7 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops._promote import scalar
 from ember.ops.activation import LogSigmoid
 from ember.ops.pointwise import sigmoid, where
 
@@ -23,7 +24,7 @@ def _reduce(loss: np.ndarray, reduction: str) -> np.ndarray:
     if reduction == "sum":
         return loss.sum(dtype=loss.dtype)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return loss.mean(dtype=loss.dtype) if loss.size else np.asarray(np.nan, loss.dtype)
+        return loss.mean(dtype=loss.dtype) if loss.size else scalar(np.nan, loss.dtype)
 
 
 def _scaled(g: Tensor, ctx) -> Tensor:
@@ -46,7 +47,7 @@ class NllLoss(Op):
         if tc.size and (tc.min() < 0 or tc.max() >= xa.shape[1]):
             bad = (tc < 0) | (tc >= xa.shape[1])
             raise IndexError(f"Target {int(tc[bad].flat[0])} is out of bounds.")
-        rows = np.arange(tc.shape[0]) if xa.ndim == 2 else None
+        rows = np.arange(tc.shape[0], like=tc) if xa.ndim == 2 else None
         picked = xa[rows, tc] if rows is not None else \
             np.take_along_axis(xa, tc[:, None], axis=1)[:, 0]
         # Per-element weights; None means all ones (the common, fast case).
@@ -57,26 +58,26 @@ class NllLoss(Op):
             w = None if all_valid else valid.astype(x.dtype)
         loss = -picked if w is None else -picked * w
         if reduction == "mean":
-            denom = np.asarray(tc.size if w is None else w.sum(dtype=x.dtype), dtype=x.dtype)
-            neg = -w if w is not None else np.asarray(-1, x.dtype)
+            denom = scalar(tc.size, x.dtype) if w is None else w.sum(dtype=x.dtype)
+            neg = -w if w is not None else scalar(-1, x.dtype)
             # torch gives a zero gradient (and a nan loss) when every target is ignored.
             coef = neg / denom if denom != 0 else np.zeros_like(neg)
             with np.errstate(invalid="ignore", divide="ignore"):
                 out = loss.sum(dtype=x.dtype) / denom
         elif reduction == "sum":
-            coef, out = (-w if w is not None else np.asarray(-1, x.dtype)), loss.sum(dtype=x.dtype)
+            coef, out = (-w if w is not None else scalar(-1, x.dtype)), loss.sum(dtype=x.dtype)
         else:
-            coef = -w if w is not None else np.asarray(-1, x.dtype)
+            coef = -w if w is not None else scalar(-1, x.dtype)
             out = loss if x.ndim > 1 else loss.reshape(target.shape)
         ctx.tc, ctx.rows, ctx.coef, ctx.xshape = tc, rows, coef, x.shape
         ctx.reduction = reduction
-        return np.asarray(out, dtype=x.dtype)
+        return out.astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
         tc, coef = ctx.tc, ctx.coef
         xshape = ctx.xshape if len(ctx.xshape) > 1 else (1, *ctx.xshape)
-        m = np.zeros(xshape, dtype=coef.dtype)
+        m = np.zeros(xshape, dtype=coef.dtype, like=tc)
         if ctx.rows is not None:
             m[ctx.rows, tc] = coef
         else:
@@ -149,7 +150,7 @@ class HuberLoss(Op):
         x, t = ctx.saved_tensors
         d = x - t
         a, delta = d._data, ctx.delta
-        clipped = Tensor._make(np.sign(a) * np.asarray(delta, a.dtype))
+        clipped = Tensor._make(np.sign(a) * scalar(delta, a.dtype))
         gx = where(Tensor._make(np.abs(a) < delta), d, clipped) * _scaled(g, ctx)
         need = ctx.needs_input_grad
         return (gx if need[0] else None), (-gx if need[1] else None)

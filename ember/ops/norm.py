@@ -14,20 +14,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops._promote import scalar
 
 
 def _stats(xg: np.ndarray, sdims: tuple, eps: float):
     if xg.size == 0:  # empty batch: statistics are NaN, the (empty) output is unaffected
         shape = tuple(1 if i in sdims else n for i, n in enumerate(xg.shape))
-        nan = np.full(shape, np.nan, dtype=xg.dtype)
+        nan = xp_of(xg).full(shape, np.nan, dtype=xg.dtype)
         return xg.copy(), nan, nan, nan
     mean = xg.mean(axis=sdims, keepdims=True)
     xc = xg - mean
     var = np.mean(np.square(xc), axis=sdims, keepdims=True)
-    invstd = 1.0 / np.sqrt(var + np.asarray(eps, dtype=xg.dtype))
+    invstd = 1.0 / np.sqrt(var + scalar(eps, xg.dtype))
     return xc, mean, var, invstd
 
 
@@ -48,7 +50,7 @@ class _Norm(Op):
             y, mean, var, invstd = _stats(xg, sdims, eps)  # y holds x - mean, in place below
         else:  # batch norm in eval mode: the running statistics are constants
             mean, var = stats
-            invstd = 1.0 / np.sqrt(var + np.asarray(eps, dtype=x.dtype))
+            invstd = 1.0 / np.sqrt(var + scalar(eps, x.dtype))
             y = xg - mean
         if gshape is None and sdims == geom[3]:
             # Per-channel affine (batch norm): fold invstd into the scale, two passes.
@@ -138,7 +140,7 @@ def norm_apply(op, x: Tensor, weight, bias, geom: tuple, eps: float, pshape: tup
     zeros. Returns (y, mean, biased var), the statistics flat."""
     shape = tuple(pshape)
     if weight is None:
-        weight = Tensor._make(np.ones(shape, dtype=x._data.dtype))
+        weight = Tensor._make(xp_of(x._data).ones(shape, dtype=x._data.dtype))
     if bias is None:
-        bias = Tensor._make(np.zeros(shape, dtype=x._data.dtype))
+        bias = Tensor._make(np.zeros(shape, dtype=x._data.dtype, like=x._data))
     return op.apply(x, weight, bias, geom=geom, eps=eps, stats=stats)

@@ -10,29 +10,34 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember import _dtype
+from ember import _backend, _dtype
+from ember._backend import device_of, to_device
 from ember._tensor import Tensor
 from ember.autograd.function import Op, OpNode
 from ember.ops._common import elementwise_op, float_unary, keep_where, quiet
-from ember.ops._promote import binary_args, scalar_array
+from ember.ops._promote import binary_args, scalar
 
 
 class ToCopy(Op):
     node_name = "ToCopyBackward0"
 
     @staticmethod
-    def forward(ctx, x, dtype=None):
-        ctx.src_dtype = x.dtype
+    def forward(ctx, x, dtype=None, device=None):
+        ctx.src_dtype, ctx.src_device = x.dtype, device_of(x)
+        if device is not None and device != ctx.src_device:
+            y = to_device(x, device)  # already a copy
+            return y if dtype is None or y.dtype == dtype.np else y.astype(dtype.np)
         return x.astype(dtype.np) if dtype is not None else x.copy()
 
     @staticmethod
     def backward(ctx, g):
-        return to_copy(g, _dtype.from_numpy_dtype(ctx.src_dtype))
+        return to_copy(g, _dtype.from_numpy_dtype(ctx.src_dtype), ctx.src_device)
 
 
-def to_copy(x: Tensor, dtype: _dtype.dtype) -> Tensor:
-    """A copy of ``x`` in ``dtype`` (grad flows back only into float results)."""
-    out = ToCopy.apply(x, dtype=dtype)
+def to_copy(x: Tensor, dtype: _dtype.dtype, device: _backend.device | None = None) -> Tensor:
+    """A copy of ``x`` in ``dtype`` (and on ``device``); grad flows back only into float
+    results."""
+    out = ToCopy.apply(x, dtype=dtype, device=device)
     if not dtype.is_floating_point:
         out._rg = False
         out._grad_fn = None
@@ -61,7 +66,7 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
 
 def _alpha_times(x: np.ndarray, alpha) -> np.ndarray:
     """``alpha * x`` in x's dtype; alpha is 1 in nearly every call, which costs nothing."""
-    return x if alpha == 1 else x * np.asarray(alpha, dtype=x.dtype)
+    return x if alpha == 1 else x * scalar(alpha, x.dtype)
 
 
 def _minus_alpha_times(g: Tensor, alpha) -> Tensor:
@@ -122,7 +127,7 @@ class RsubScalar(Op):
     @staticmethod
     def forward(ctx, a, other=0, alpha=1):
         ctx.alpha = alpha
-        return scalar_array(other, a.dtype) - _alpha_times(a, alpha)
+        return scalar(other, a.dtype) - _alpha_times(a, alpha)
 
     @staticmethod
     def backward(ctx, g):
@@ -173,7 +178,7 @@ class DivScalar(Op):
     @staticmethod
     def forward(ctx, a, other):
         ctx.other = other
-        return a / np.asarray(other, a.dtype)
+        return a / scalar(other, a.dtype)
 
     @staticmethod
     def backward(ctx, g):

@@ -8,10 +8,11 @@ import math
 import numpy as np
 
 from ember import _dtype
+from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._common import elementwise_op, quiet
-from ember.ops._promote import binary_args, cast
+from ember.ops._promote import binary_args, cast, scalar
 from ember.ops.pointwise import NotDifferentiable, where
 from ember.ops.pointwise_more import need_tensor, not_for, tensor_pair_fn
 
@@ -61,7 +62,7 @@ class Lerp(Op):
     @staticmethod
     def forward(ctx, a, b, weight=0.5):
         ctx.weight = weight
-        return _lerp_values(a, b, np.asarray(weight, dtype=a.dtype))
+        return _lerp_values(a, b, scalar(weight, a.dtype))
 
     @staticmethod
     def backward(ctx, g):
@@ -125,7 +126,7 @@ class Addcmul(Op):
     @staticmethod
     def forward(ctx, x, t1, t2, value=1):
         ctx.value = value
-        return x + np.asarray(value).astype(x.dtype) * t1 * t2
+        return x + xp_of(x).asarray(value).astype(x.dtype) * t1 * t2
 
     @staticmethod
     def backward(ctx, g):
@@ -144,7 +145,7 @@ class Addcdiv(Op):
     def forward(ctx, x, t1, t2, value=1):
         ctx.value = value
         with np.errstate(divide="ignore", invalid="ignore"):
-            return x + np.asarray(value, dtype=x.dtype) * t1 / t2
+            return x + scalar(value, x.dtype) * t1 / t2
 
     @staticmethod
     def backward(ctx, g):
@@ -199,7 +200,7 @@ class XlogyScalarSelf(Op):
     @staticmethod
     def forward(ctx, y, x=0.0):
         ctx.x = x
-        return _xlogy_values(np.asarray(x, dtype=y.dtype), y)
+        return _xlogy_values(scalar(x, y.dtype), y)
 
     @staticmethod
     def backward(ctx, g):
@@ -216,7 +217,7 @@ class XlogyScalarOther(Op):
     @staticmethod
     def forward(ctx, x, y=1.0):
         ctx.log_y = float(np.log(y)) if y > 0 else float("nan") if y < 0 else float("-inf")
-        return _xlogy_values(x, np.asarray(y, dtype=x.dtype))
+        return _xlogy_values(x, scalar(y, x.dtype))
 
     @staticmethod
     def backward(ctx, g):
@@ -241,7 +242,7 @@ def _copysign_grad(g: Tensor, a: Tensor, out: Tensor) -> Tensor:
 
 
 def _copysign_scalar(a, other=1.0):
-    return np.copysign(a, np.asarray(other, dtype=a.dtype))
+    return np.copysign(a, scalar(other, a.dtype))
 
 
 Copysign = elementwise_op("Copysign", np.copysign, _copysign_grad, lambda g, a, out: g * 0,

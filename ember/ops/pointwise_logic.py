@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
+from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.ops._promote import binary_args
 from ember.ops.pointwise import _lhs_tensor
@@ -109,7 +110,7 @@ isfinite = _classifier(np.isfinite, True, "isfinite")
 
 def isreal(x: Tensor) -> Tensor:
     """All True: ember has no complex dtypes."""
-    return Tensor._make(np.ones(x._data.shape, dtype=np.bool_))
+    return Tensor._make(xp_of(x._data).ones(x._data.shape, dtype=np.bool_))
 
 
 def signbit(x: Tensor) -> Tensor:

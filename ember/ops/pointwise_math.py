@@ -13,7 +13,7 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._common import elementwise_op, float_unary, quiet
-from ember.ops._promote import float_arg
+from ember.ops._promote import float_arg, scalar
 
 LN2, LN10 = math.log(2.0), math.log(10.0)
 SELF, RESULT = ("self",), ("result",)  # what a backward formula needs saved
@@ -71,7 +71,7 @@ class Logit(Op):
     def forward(ctx, x, eps=None):
         ctx.eps = eps
         if eps is not None:
-            x = np.clip(x, np.asarray(eps, x.dtype), np.asarray(1 - eps, x.dtype))
+            x = np.clip(x, scalar(eps, x.dtype), scalar(1 - eps, x.dtype))
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.log(x / (1 - x))
 

@@ -9,7 +9,7 @@ from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._common import elementwise_op, public, quiet
-from ember.ops._promote import binary_args, cast, const, scalar_array
+from ember.ops._promote import binary_args, cast, const, scalar
 from ember.ops.pointwise import NotDifferentiable, _lhs_tensor, where
 
 # torch's C++ scalar-type names, used in its "not implemented for 'Long'" errors.
@@ -50,10 +50,11 @@ def _no_derivative(a0, b0, a: Tensor, b: Tensor, fn, name: str) -> Tensor:
     """Apply ``fn`` under a NotImplemented node whose edges are the original tensor args."""
     if isinstance(a0, Tensor) and isinstance(b0, Tensor):
         return NotDifferentiable.apply(a, b, fn=fn, name=name)
+    # A wrapped scalar goes in as a NumPy scalar, which mixes with GPU arrays too.
     if isinstance(a0, Tensor):
-        bv = b._data
+        bv = b._data if b._data.ndim else b._data[()]
         return NotDifferentiable.apply(a, fn=lambda x: fn(x, bv), name=name)
-    av = a._data
+    av = a._data if a._data.ndim else a._data[()]
     return NotDifferentiable.apply(b, fn=lambda y: fn(av, y), name=name)
 
 
@@ -109,7 +110,7 @@ class RemainderScalar(Op):
 
     @classmethod
     def forward(cls, ctx, a, other=1):
-        return cls.fn(a, scalar_array(other, a.dtype))
+        return cls.fn(a, scalar(other, a.dtype))
 
     @staticmethod
     def backward(ctx, g):
@@ -154,7 +155,7 @@ def _zero_grad(g: Tensor) -> Tensor:
 
 def _round_decimals(x, decimals=0):
     # torch scales by 10**decimals in the tensor's own dtype, then rounds half to even.
-    p = np.asarray(10.0 ** (decimals if decimals > 0 else -decimals), dtype=x.dtype)
+    p = scalar(10.0 ** (decimals if decimals > 0 else -decimals), x.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         return np.rint(x * p) / p if decimals > 0 else np.rint(x / p) * p
 
@@ -246,9 +247,9 @@ class Clamp(Op):
     def forward(ctx, x, lo=None, hi=None):
         ctx.lo, ctx.hi = lo, hi
         if lo is not None:
-            x = np.maximum(x, scalar_array(lo, x.dtype))
+            x = np.maximum(x, scalar(lo, x.dtype))
         if hi is not None:
-            x = np.minimum(x, scalar_array(hi, x.dtype))
+            x = np.minimum(x, scalar(hi, x.dtype))
         return x
 
     @staticmethod

@@ -20,7 +20,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 def erfcx_array(x: np.ndarray) -> np.ndarray:
     """exp(x^2) erfc(x) without the overflow/underflow of either factor."""
-    x64 = np.asarray(x, dtype=np.float64)
+    x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
         z = np.clip(x64, 1.0, None)
         # For x >= 1, erfc(x) = exp(-x^2) R(x): the scaled value is just the rational part.
@@ -39,7 +39,7 @@ def ndtr_array(x):
 
 def ndtri_array(p: np.ndarray) -> np.ndarray:
     """The standard normal quantile: erfinv guess, then Newton steps on the lower tail."""
-    p64 = np.asarray(p, dtype=np.float64)
+    p64 = p.astype(np.float64)
     with np.errstate(all="ignore"):
         x = _SQRT2 * erfinv_array(2.0 * p64 - 1.0)
         lower = p64 < 0.5
@@ -58,7 +58,7 @@ def ndtri_array(p: np.ndarray) -> np.ndarray:
 
 
 def log_ndtr_array(x: np.ndarray) -> np.ndarray:
-    x64 = np.asarray(x, dtype=np.float64)
+    x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
         direct = np.log(ndtr_array(x64))
         # Far left tail, where erfc underflows:

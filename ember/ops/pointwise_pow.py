@@ -8,7 +8,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
-from ember.ops._promote import binary_args, cast
+from ember.ops._promote import binary_args, cast, scalar
 from ember.ops.pointwise import where
 
 
@@ -65,7 +65,7 @@ class PowScalar(Op):
         if a.dtype.kind != "f":
             return np.power(a, exponent).astype(a.dtype, copy=False)
         with np.errstate(all="ignore"):
-            return np.power(a, np.asarray(exponent, dtype=a.dtype))
+            return np.power(a, scalar(exponent, a.dtype))
 
     @staticmethod
     def backward(ctx, g):
@@ -84,7 +84,7 @@ class RPowScalar(Op):
     @staticmethod
     def forward(ctx, b, base):
         ctx.base = base
-        return _power(np.asarray(base, dtype=b.dtype), b)
+        return _power(scalar(base, b.dtype), b)
 
     @staticmethod
     def backward(ctx, g):

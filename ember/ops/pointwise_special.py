@@ -57,7 +57,7 @@ def _erfc_tail(z):
 
 def erf_array(x: np.ndarray) -> np.ndarray:
     """erf of a float array, computed in float64 and returned in the input's dtype."""
-    x64 = np.asarray(x, dtype=np.float64)
+    x64 = x.astype(np.float64)
     z = np.abs(x64)
     small = z < 1.0
     zs = np.where(small, z, 0.0)
@@ -68,7 +68,7 @@ def erf_array(x: np.ndarray) -> np.ndarray:
 
 def erfc_array(x: np.ndarray) -> np.ndarray:
     """erfc without the cancellation of ``1 - erf`` for large positive x."""
-    x64 = np.asarray(x, dtype=np.float64)
+    x64 = x.astype(np.float64)
     z = np.abs(x64)
     small = z < 1.0
     zs = np.where(small, z, 0.0)
@@ -88,7 +88,7 @@ _D = (1.81848952562894617, 3.74146294065960872, 1.0)
 
 def erfinv_array(y: np.ndarray) -> np.ndarray:
     """erfinv of a float array (float64 math, input dtype out)."""
-    y64 = np.asarray(y, dtype=np.float64)
+    y64 = y.astype(np.float64)
     a = np.abs(y64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         central = a <= 0.7
@@ -186,7 +186,7 @@ def _lgamma_pos(x):
 
 def lgamma_array(x: np.ndarray) -> np.ndarray:
     """log|Gamma(x)| of a float array; +inf at the poles."""
-    x64 = np.asarray(x, dtype=np.float64)
+    x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
         refl = x64 < 0.5
         pos = _lgamma_pos(np.where(refl, 1.0 - x64, x64))
@@ -213,7 +213,7 @@ def _digamma_pos(x):
 
 def digamma_array(x: np.ndarray) -> np.ndarray:
     """digamma of a float array."""
-    x64 = np.asarray(x, dtype=np.float64)
+    x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
         refl = x64 < 0.5
         pos = _digamma_pos(np.where(refl, 1.0 - x64, x64))
@@ -244,7 +244,7 @@ def polygamma_array(n: int, x: np.ndarray) -> np.ndarray:
     """The n-th derivative of digamma of a float array."""
     if n == 0:
         return digamma_array(x)
-    x64 = np.asarray(x, dtype=np.float64)
+    x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
         out = (-1.0) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(n + 1, x64)
         out = np.where((x64 <= 0) & (x64 == np.floor(x64)), np.inf if n % 2 else -np.inf, out)
@@ -321,7 +321,7 @@ def mvlgamma(x: Tensor, p: int) -> Tensor:
         raise RuntimeError(f"All elements must be greater than (p-1)/2 (p={p})")
     from ember._creation import arange
 
-    j = arange(p, dtype=x.dtype if x.dtype.is_floating_point else None) / 2
+    j = arange(p, dtype=x.dtype if x.dtype.is_floating_point else None, device=x.device) / 2
     return lgamma(x.unsqueeze(-1) - j).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
 
 

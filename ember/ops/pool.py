@@ -14,8 +14,10 @@ import math
 
 import numpy as np
 
+from ember._backend import add_at, on_device_of, xp_of
 from ember.autograd.function import Op
 from ember.ops._common import UINT_OF_SIZE, keep_where, variant
+from ember.ops._promote import scalar
 
 
 def for_dims(op: type, nd: int) -> type:
@@ -108,7 +110,7 @@ def _max_pool(x, ksize, stride, pad, dil, osize):
     xp = _padded(x, pad, osize, ksize, stride, dil, fill)
     views = [xp[_tap(pos, osize, stride, dil)] for pos in np.ndindex(*ksize)]
     if len(views) == 1:
-        return views[0].copy(), _ravel_window(np.zeros(views[0].shape, np.int8), x.shape,
+        return views[0].copy(), _ravel_window(np.zeros(views[0].shape, np.int8, like=x), x.shape,
                                               ksize, stride, pad, dil, osize)
     best = np.maximum(views[0], views[1])  # NaN propagates, as torch's NaN wins
     for v in views[2:]:
@@ -120,7 +122,7 @@ def _max_pool(x, ksize, stride, pad, dil, osize):
         taps = list(np.ndindex(*ksize))
         for k in reversed(range(len(views))):
             inside = _inside(taps[k], x.shape, stride, pad, dil, osize)
-            np.copyto(arg, k, where=(best == fill) & inside)
+            np.copyto(arg, k, where=(best == fill) & on_device_of(arg, inside))
     return _select(views, arg), _ravel_window(arg, x.shape, ksize, stride, pad, dil, osize)
 
 
@@ -142,7 +144,7 @@ def _ravel_window(arg, shape, ksize, stride, pad, dil, osize) -> np.ndarray:
                      for pos in np.ndindex(*ksize)], dtype=np.int64)
     corner = sum(_axis((np.arange(o) * s - p) * ps, d, nd)
                  for d, (o, s, p, ps) in enumerate(zip(osize, stride, pad, plane)))
-    return taps[arg] + corner
+    return on_device_of(arg, taps)[arg] + on_device_of(arg, corner)
 
 
 def _planes(a: np.ndarray) -> np.ndarray:
@@ -151,12 +153,12 @@ def _planes(a: np.ndarray) -> np.ndarray:
 
 
 def _scatter(g: np.ndarray, idx: np.ndarray, shape: tuple, unique: bool) -> np.ndarray:
-    out = np.zeros((shape[0] * shape[1], math.prod(shape[2:])), dtype=g.dtype)
+    out = np.zeros((shape[0] * shape[1], math.prod(shape[2:])), dtype=g.dtype, like=g)
     i2, g2 = _planes(idx), _planes(g)
     if unique:
         np.put_along_axis(out, i2, g2, axis=1)
     else:
-        np.add.at(out, (np.arange(len(out))[:, None], i2), g2)
+        add_at(out, (on_device_of(g, np.arange(len(out)))[:, None], i2), g2)
     return out.reshape(shape)
 
 
@@ -234,10 +236,10 @@ class AdaptiveMaxPool(Op):
     def forward(ctx, x, osize=()):
         n, c, *size = x.shape
         if 0 in osize:  # no windows: nothing to take a maximum of
-            ctx.idx, ctx.shape = np.zeros((n, c, *osize), dtype=np.int64), x.shape
-            return np.zeros((n, c, *osize), dtype=x.dtype), ctx.idx
+            ctx.idx, ctx.shape = np.zeros((n, c, *osize), dtype=np.int64, like=x), x.shape
+            return np.zeros((n, c, *osize), dtype=x.dtype, like=x), ctx.idx
         nd = len(size)
-        pos = [_adaptive_index(s, o) for s, o in zip(size, osize)]
+        pos = [on_device_of(x, _adaptive_index(s, o)) for s, o in zip(size, osize)]
         # Dim d's (o_d, k_d) positions index axes (2d, 2d + 1) of an (o1, k1, o2, k2, ...) grid.
         grid = [p.reshape((1,) * 2 * d + p.shape + (1,) * 2 * (nd - 1 - d))
                 for d, p in enumerate(pos)]
@@ -245,7 +247,7 @@ class AdaptiveMaxPool(Op):
         win = win.transpose(0, 1, *range(2, 2 + 2 * nd, 2), *range(3, 2 + 2 * nd, 2))
         kmax = tuple(p.shape[1] for p in pos)
         arg = win.reshape(n, c, *osize, math.prod(kmax)).argmax(-1)  # first max (or NaN) wins
-        coords = [p[_axis(np.arange(o), d, nd), off]
+        coords = [p[_axis(np.arange(o, like=p), d, nd), off]
                   for d, (p, o, off) in enumerate(zip(pos, osize, _unravel(arg, kmax)))]
         idx = _ravel(coords, size)
         ctx.idx, ctx.shape = idx, x.shape
@@ -270,7 +272,7 @@ def _avg_divisor(n, o, k, s, p, include_pad) -> np.ndarray:
 def _avg_scale(geom, shape, dtype) -> np.ndarray:
     ksize, stride, pad, osize, include_pad, divisor = geom
     if divisor:
-        return np.asarray(1.0 / divisor, dtype=dtype)
+        return scalar(1.0 / divisor, dtype)
     nd = len(osize)
     count = 1
     for d, (n, o, k, s, p) in enumerate(zip(shape[2:], osize, ksize, stride, pad)):
@@ -291,7 +293,7 @@ class AvgPool(Op):
         out = xp[_tap(taps[0], osize, stride, ones)].copy()
         for pos in taps[1:]:
             out += xp[_tap(pos, osize, stride, ones)]
-        out *= _avg_scale(geom, x.shape, x.dtype)
+        out *= on_device_of(out, _avg_scale(geom, x.shape, x.dtype))
         return out
 
     @staticmethod
@@ -309,8 +311,8 @@ class AvgPoolAdjoint(Op):
         ksize, stride, pad, osize = geom[:4]
         ctx.geom = geom
         ones = (1,) * len(ksize)
-        gs = g * _avg_scale(geom, shape, g.dtype)
-        xp = _padded(np.zeros(shape, dtype=g.dtype), pad, osize, ksize, stride, ones, 0)
+        gs = g * on_device_of(g, _avg_scale(geom, shape, g.dtype))
+        xp = _padded(np.zeros(shape, dtype=g.dtype, like=g), pad, osize, ksize, stride, ones, 0)
         for pos in np.ndindex(*ksize):
             xp[_tap(pos, osize, stride, ones)] += gs
         inside = tuple(slice(p, p + n) for p, n in zip(pad, shape[2:]))
@@ -357,13 +359,14 @@ def _apply_mats(x: np.ndarray, mats: tuple) -> np.ndarray:
         d = x.ndim - k + i
         if m is None:
             continue
+        m = on_device_of(x, m)
         if d == x.ndim - 1:
             x = np.matmul(x, m.T)
         elif d == x.ndim - 2:
             x = np.matmul(m, x)
         else:
             x = np.moveaxis(np.tensordot(m, x, axes=(1, d)), 0, d)
-    return np.ascontiguousarray(x)
+    return xp_of(x).ascontiguousarray(x)
 
 
 class Resample(Op):
@@ -407,7 +410,7 @@ class ConstantPadNd(Op):
         x = x[crop]
         if not any(a or b for a, b in grow):
             return x.copy()
-        return np.pad(x, grow, constant_values=np.asarray(value, dtype=x.dtype))
+        return np.pad(x, grow, constant_values=scalar(value, x.dtype))
 
     @staticmethod
     def backward(ctx, g):

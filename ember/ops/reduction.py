@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ember import _dtype
+from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops.pointwise import DivScalar, where
@@ -403,7 +404,8 @@ any = _logical(np.any)  # noqa: A001 - torch.any
 
 def count_nonzero(x: Tensor, dim=None) -> Tensor:
     dims = None if dim is None else norm_dims(dim, x.ndim)
-    return Tensor._make(np.asarray(np.count_nonzero(x._data, axis=dims), dtype=np.int64))
+    count = np.count_nonzero(x._data, axis=dims)  # a Python int when dims is None
+    return Tensor._make(xp_of(x._data).asarray(count, dtype=np.int64))
 
 
 METHODS = numpy_aliases({

@@ -52,12 +52,12 @@ class _Extreme(Op):
 
 class Max(_Extreme):
     node_name = "MaxBackward1"
-    fn = staticmethod(np.ndarray.max)
+    fn = staticmethod(np.max)
 
 
 class Min(_Extreme):
     node_name = "MinBackward1"
-    fn = staticmethod(np.ndarray.min)
+    fn = staticmethod(np.min)
 
 
 class _ExtremeDim(_Selection):
@@ -76,12 +76,12 @@ class _ExtremeDim(_Selection):
 
 class MaxDim(_ExtremeDim):
     node_name = "MaxBackward0"
-    argfn, valfn = staticmethod(np.ndarray.argmax), staticmethod(np.ndarray.max)
+    argfn, valfn = staticmethod(np.argmax), staticmethod(np.max)
 
 
 class MinDim(_ExtremeDim):
     node_name = "MinBackward0"
-    argfn, valfn = staticmethod(np.ndarray.argmin), staticmethod(np.ndarray.min)
+    argfn, valfn = staticmethod(np.argmin), staticmethod(np.min)
 
 
 def _empty_error(name: str, x: Tensor, exc=RuntimeError) -> None:
@@ -140,12 +140,12 @@ class _AExtreme(Op):
 
 class Amax(_AExtreme):
     node_name = "AmaxBackward0"
-    fn = staticmethod(np.ndarray.max)
+    fn = staticmethod(np.max)
 
 
 class Amin(_AExtreme):
     node_name = "AminBackward0"
-    fn = staticmethod(np.ndarray.min)
+    fn = staticmethod(np.min)
 
 
 def _a_reduce(name: str, op):
@@ -172,14 +172,14 @@ def _arg_reduce(name: str, np_fn):
             raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             _empty_error(name, x, IndexError)
-            out = np.asarray(np_fn(x._data.reshape(-1)))
+            out = np_fn(x._data.reshape(-1))
             if keepdim:
                 out = out.reshape((1,) * x.ndim)
             return Tensor._make(out.astype(np.int64))
         d = _wrap_dim(dim, x.ndim)
         _check_dim_size(name, x, d)
         if x.ndim == 0:
-            return Tensor._make(np.array(0))
+            return Tensor._make(np.zeros((), np.int64, like=x._data))
         return Tensor._make(np_fn(x._data, axis=d, keepdims=keepdim).astype(np.int64))
     fn.__name__ = name
     fn.__doc__ = f"Index of the {name[3:]}imum (first one on ties), flattened when dim is None."

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from ember._backend import xp_of
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
 
@@ -463,7 +464,7 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
     from ember.ops.pointwise import clone
 
     out = clone(x)
-    out._data = np.ascontiguousarray(out._data)
+    out._data = xp_of(out._data).ascontiguousarray(out._data)
     return out
 
 

@@ -225,7 +225,7 @@ class DiagEmbed(Op):
         shape = list(x.shape[:-1])
         for d in sorted((d1, d2)):
             shape.insert(d, n)
-        out = np.zeros(shape, x.dtype)
+        out = np.zeros(shape, x.dtype, like=x)
         _diag_view(out, offset, d1, d2)[...] = x
         return out
 
@@ -313,7 +313,7 @@ class BlockDiag(Op):
         ctx.shapes = [a.shape for a in arrays]
         mats = [a.reshape(1, -1) if a.ndim < 2 else a for a in arrays]
         out = np.zeros((sum(m.shape[0] for m in mats), sum(m.shape[1] for m in mats)),
-                       arrays[0].dtype)
+                       arrays[0].dtype, like=arrays[0])
         r = c = 0
         for m in mats:
             out[r:r + m.shape[0], c:c + m.shape[1]] = m

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided as np_as_strided
 
+from ember._backend import as_strided as as_array_strided
+from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 
@@ -16,11 +17,10 @@ def _diag_view(x: np.ndarray, offset: int, d1: int, d2: int) -> np.ndarray:
     n1, n2 = y.shape[-2:]
     n = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
     if n == 0:
-        return np.empty((*y.shape[:-2], 0), x.dtype)
+        return np.empty((*y.shape[:-2], 0), x.dtype, like=x)
     start = y[..., 0, offset] if offset >= 0 else y[..., -offset, 0]
-    return np_as_strided(start, shape=(*start.shape, n),
-                      strides=(*start.strides, y.strides[-2] + y.strides[-1]),
-                      writeable=x.flags.writeable)
+    return as_array_strided(start, (*start.shape, n),
+                            (*start.strides, y.strides[-2] + y.strides[-1]), writeable=True)
 
 
 class Diagonal(Op):
@@ -45,7 +45,7 @@ class DiagonalGrad(Op):
     @staticmethod
     def forward(ctx, g, shape=None, args=None):
         ctx.args = args
-        out = np.zeros(shape, g.dtype)
+        out = np.zeros(shape, g.dtype, like=g)
         _diag_view(out, *args)[...] = g
         return out
 
@@ -77,7 +77,7 @@ class Unfold(Op):
         shape = (*x.shape[:dim], n, *x.shape[dim + 1:], size)
         st = x.strides
         strides = (*st[:dim], st[dim] * step, *st[dim + 1:], st[dim])
-        return np_as_strided(x, shape=shape, strides=strides, writeable=x.flags.writeable)
+        return as_array_strided(x, shape, strides, writeable=True)
 
     @staticmethod
     def backward(ctx, g):
@@ -95,7 +95,7 @@ class UnfoldGrad(Op):
         if not shape:
             return g.reshape(())
         dim, size, step = args
-        out = np.zeros(shape, g.dtype)
+        out = np.zeros(shape, g.dtype, like=g)
         n = g.shape[dim]
         lead = (slice(None),) * dim
         for k in range(size):  # a loop over the window, not over the data
@@ -127,8 +127,9 @@ def region_view(a: np.ndarray, region: tuple) -> np.ndarray:
     (the arrays written to), else a view of a contiguous copy (``reshape(-1)`` of an all-0-stride
     array would keep stride 0)."""
     off, shape, strides = region
-    flat = np.ascontiguousarray(a).reshape(-1)
-    return np_as_strided(flat[off:], shape, tuple(s * a.itemsize for s in strides))
+    flat = xp_of(a).ascontiguousarray(a).reshape(-1)
+    return as_array_strided(flat[off:], shape, tuple(s * a.itemsize for s in strides),
+                            writeable=True)
 
 
 def _region_index(region: tuple) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import return_types
+from ember._backend import add_at, on_device_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops.reduction import numpy_aliases
@@ -38,14 +39,14 @@ class _PutAlong(Op):
     @staticmethod
     def forward(ctx, g, idx=None, dim=0, shape=(), accumulate=False):
         ctx.idx, ctx.dim = idx, dim
-        out = np.zeros(shape, dtype=g.dtype)
+        out = np.zeros(shape, dtype=g.dtype, like=g)
         if not accumulate:
             np.put_along_axis(out, idx, g, dim)
             return out
         # Repeated indices must add up: address every element by a full index tuple.
-        grids = list(np.indices(idx.shape, sparse=True))
+        grids = [on_device_of(g, a) for a in np.indices(idx.shape, sparse=True)]
         grids[dim] = idx
-        np.add.at(out, tuple(grids), g)
+        add_at(out, tuple(grids), g)
         return out
 
     @staticmethod

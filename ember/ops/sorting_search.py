@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 
 
@@ -57,9 +58,9 @@ def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: b
     n = a.shape[0]
     if n:
         change = np.any((a[1:] != a[:-1]).reshape(n - 1, -1), axis=1)
-        starts = np.concatenate([[True], change])
+        starts = np.concatenate([xp_of(a).ones(1, dtype=bool), change])
     else:
-        starts = np.zeros(0, dtype=bool)
+        starts = np.zeros(0, dtype=bool, like=a)
     vals = a[starts]
     out = [Tensor._make(vals if dim is None else np.moveaxis(vals, 0, _wrap_dim(dim, x.ndim)))]
     if return_inverse:
@@ -67,7 +68,8 @@ def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: b
         out.append(Tensor._make(inv.reshape(x._data.shape if dim is None else -1)
                                 .astype(np.int64)))
     if return_counts:
-        out.append(Tensor._make(np.diff(np.append(np.flatnonzero(starts), n)).astype(np.int64)))
+        ends = np.concatenate([np.flatnonzero(starts), xp_of(a).full(1, n)])
+        out.append(Tensor._make(np.diff(ends).astype(np.int64)))
     return out[0] if len(out) == 1 else tuple(out)
 
 

@@ -321,7 +321,8 @@ def _add_hook(hooks: OrderedDict, hook: Callable, prepend: bool) -> RemovableHan
 
 
 def _cast(param: Tensor, value, param_id, param_groups, key=None):
-    """Copy loaded state onto ``param``: float tensors take its dtype; ``step`` is kept as is."""
+    """Copy loaded state onto ``param``: tensors go to its device, float ones take its dtype;
+    ``step`` is kept as is (on the CPU) unless fused or capturable."""
     if isinstance(value, Tensor):
         if key == "step":
             fused = capturable = False
@@ -329,8 +330,11 @@ def _cast(param: Tensor, value, param_id, param_groups, key=None):
                 if param_id in pg["params"]:
                     fused, capturable = pg.get("fused", False), pg.get("capturable", False)
                     break
-            return value.to(_dtype.float32) if (fused or capturable) else value
-        return value.to(param.dtype) if param.is_floating_point() else value
+            return (value.to(dtype=_dtype.float32, device=param.device) if (fused or capturable)
+                    else value)
+        if param.is_floating_point():
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
     if isinstance(value, dict):
         return {k: _cast(param, v, param_id, param_groups, k) for k, v in value.items()}
     if isinstance(value, Iterable) and not isinstance(value, str | bytes):
@@ -410,7 +414,7 @@ class Scratch:
         key = (like.shape, like.dtype, slot)
         buf = self.bufs.get(key)
         if buf is None:
-            buf = self.bufs[key] = np.empty(like.shape, like.dtype)
+            buf = self.bufs[key] = np.empty(like.shape, like.dtype, like=like)
         return buf
 
 

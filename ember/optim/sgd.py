@@ -61,7 +61,7 @@ class SGD(Optimizer):
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = Tensor._make(np.array(g, copy=True))
+                        buf = Tensor._make(g.copy())
                         state["momentum_buffer"] = buf
                     else:
                         b = buf._data

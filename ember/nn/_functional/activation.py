@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ember._backend import on_device_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.ops import activation as A
 from ember.ops.inplace import apply_inplace
@@ -203,7 +204,8 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
 
     # torch: -empty_like(logits).exponential_().log(), the exponential drawn as -log1p(-u)
     expo = (-np.log1p(-double_uniform_sample(logits._data.shape))).astype(logits._data.dtype)
-    y_soft = A.softmax((logits + Tensor._make(-np.log(expo))) / tau, dim)
+    noise = on_device_of(logits._data, -np.log(expo))  # drawn on the CPU: torch's stream
+    y_soft = A.softmax((logits + Tensor._make(noise)) / tau, dim)
     if not hard:
         return y_soft
     d = _wrap_dim(dim, y_soft.ndim)

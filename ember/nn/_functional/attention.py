@@ -7,11 +7,13 @@ import warnings
 
 import numpy as np
 
+from ember._backend import on_device_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.nn._functional.dropout import dropout
 from ember.nn._functional.linear import linear
+from ember.ops._promote import scalar
 from ember.ops.activation import softmax
 from ember.ops.joining import cat
 
@@ -30,7 +32,7 @@ def _softmax_rows(s: np.ndarray) -> np.ndarray:
     m = np.where(np.isfinite(m), m, 0)
     p = np.exp(s - m)
     total = p.sum(-1, keepdims=True)
-    np.divide(p, total, out=p, where=total > 0)
+    np.divide(p, np.where(total > 0, total, 1), out=p)  # CuPy's divide takes no where=
     return p
 
 
@@ -44,7 +46,7 @@ class ScaledDotProductAttention(Op):
     @staticmethod
     def forward(ctx, q, k, v, bias=None, scale=1.0):
         s = np.matmul(q, np.swapaxes(k, -1, -2))
-        s *= np.asarray(scale, dtype=s.dtype)
+        s *= scalar(scale, s.dtype)
         if bias is not None:
             s = s + bias
         p = _softmax_rows(s)
@@ -84,7 +86,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if is_causal:
         n_q, n_k = query.shape[-2], key.shape[-2]
-        attn_mask = Tensor._make(np.tril(np.ones((n_q, n_k), dtype=bool)))
+        attn_mask = Tensor._make(on_device_of(query._data, np.tril(np.ones((n_q, n_k), bool))))
     bias = None if attn_mask is None else _additive(attn_mask, query.dtype, True)
     if dropout_p == 0.0 and query.dtype is key.dtype and key.dtype is value.dtype and (
             bias is None or not bias.requires_grad):

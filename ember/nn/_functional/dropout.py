@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from ember._backend import on_device_of
 from ember._random import bernoulli_sample
 from ember._tensor import Tensor
 from ember.ops.inplace import apply_inplace
@@ -23,7 +24,8 @@ def _check_p(p: float) -> None:
 
 def _keep(input: Tensor, p: float, mask_shape: tuple) -> np.ndarray:
     """torch's noise: ``empty(mask_shape).bernoulli_(1 - p)`` in the input's dtype."""
-    return bernoulli_sample(mask_shape, 1.0 - p).astype(input._data.dtype)
+    keep = bernoulli_sample(mask_shape, 1.0 - p).astype(input._data.dtype)
+    return on_device_of(input._data, keep)  # drawn on the CPU: torch's CPU stream
 
 
 def _masked(input: Tensor, p: float, mask_shape: tuple, inplace: bool) -> Tensor:

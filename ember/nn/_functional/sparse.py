@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._backend import add_at, xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import no_grad
@@ -42,8 +43,10 @@ class EmbeddingDenseBackward(Op):
         if keep is not None:
             rows = rows * keep[:, None].astype(g.dtype)
         ctx.indices, ctx.factor, ctx.keep, ctx.gshape = indices, factor, keep, g.shape
-        out = np.zeros((num_weights, rows.shape[1]), dtype=g.dtype)
-        if idx.size:
+        out = np.zeros((num_weights, rows.shape[1]), dtype=g.dtype, like=g)
+        if idx.size and xp_of(g) is not np:
+            add_at(out, idx, rows)  # CuPy has no reduceat; its scatter-add is fast anyway
+        elif idx.size:
             # Sort once and sum each run of equal indices (much faster than np.add.at).
             order = np.argsort(idx, kind="stable")
             uniq, starts = np.unique(idx[order], return_index=True)

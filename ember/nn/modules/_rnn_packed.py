@@ -76,8 +76,9 @@ def forward_packed(mod, input: PackedSequence, hx):
     real_h = mod.proj_size or mod.hidden_size
     expected = (mod.num_layers * (2 if mod.bidirectional else 1), sizes[0])
     if hx is None:
-        h0 = _creation.zeros(*expected, real_h, dtype=data.dtype)
-        c0 = _creation.zeros(*expected, mod.hidden_size, dtype=data.dtype) if lstm else None
+        h0 = _creation.zeros(*expected, real_h, dtype=data.dtype, device=data.device)
+        c0 = _creation.zeros(*expected, mod.hidden_size, dtype=data.dtype,
+                             device=data.device) if lstm else None
     else:
         h0, c0 = hx if lstm else (hx, None)
         if sorted_indices is not None:  # the caller's order -> the packed (sorted) order

@@ -417,13 +417,13 @@ class Module(StateDictMixin, HookMixin):
         device = kwargs.get("device")
         for a in args:
             if isinstance(a, Tensor):
-                dtype = a.dtype
+                dtype, device = a.dtype, a.device
             elif isinstance(a, _dtype.dtype):
                 dtype = a
             elif a is not None and not isinstance(a, bool):
                 device = a
         if device is not None:
-            check_device(device)
+            device = check_device(device)
         if dtype is not None:
             dtype = _dtype.to_dtype(dtype)
             if not dtype.is_floating_point:
@@ -431,7 +431,7 @@ class Module(StateDictMixin, HookMixin):
                                 f"got desired dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
-            return t.to(dtype) if dtype is not None and t.is_floating_point() else t
+            return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
 
         return self._apply(convert)
 

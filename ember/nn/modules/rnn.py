@@ -225,7 +225,8 @@ class RNNBase(Module):
 
     def _zeros(self, x: Tensor, size: int) -> Tensor:
         dirs = 2 if self.bidirectional else 1
-        return _creation.zeros(self.num_layers * dirs, x.shape[1], size, dtype=x.dtype)
+        return _creation.zeros(self.num_layers * dirs, x.shape[1], size, dtype=x.dtype,
+                               device=x.device)
 
     def _step(self, w: dict, x_proj: Tensor, h: Tensor, c):
         """One time step from the projected input: the new (h, c); c is None but for LSTM."""
@@ -426,7 +427,7 @@ class RNNCellBase(Module):
         return x, h, batched
 
     def _zeros(self, x: Tensor) -> Tensor:
-        return _creation.zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+        return _creation.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
 
 
 class RNNCell(RNNCellBase):

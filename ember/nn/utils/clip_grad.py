@@ -7,7 +7,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ember._backend import on_device_of
 from ember._tensor import Tensor
+from ember.ops._promote import scalar
 
 _Params = Tensor | Iterable[Tensor]
 
@@ -45,7 +47,8 @@ def get_total_norm(tensors: _Params, norm_type: float = 2.0, error_if_nonfinite:
             f"The total norm of order {norm_type} for gradients from `parameters` is "
             "non-finite, so it cannot be clipped. To disable this error and scale the gradients "
             "by the non-finite norm anyway, set `error_if_nonfinite=False`")
-    return Tensor._make(np.array(total, dtype=tensors[0]._data.dtype))
+    ref = tensors[0]._data
+    return Tensor._make(on_device_of(ref, np.array(total, dtype=ref.dtype)))
 
 
 def clip_grads_with_norm_(parameters: _Params, max_norm: float, total_norm: Tensor,
@@ -56,7 +59,7 @@ def clip_grads_with_norm_(parameters: _Params, max_norm: float, total_norm: Tens
         return
     coef = min(float(max_norm) / (float(total_norm) + 1e-6), 1.0)
     for g in grads:
-        np.multiply(g._data, np.asarray(coef, dtype=g._data.dtype), out=g._data)
+        np.multiply(g._data, scalar(coef, g._data.dtype), out=g._data)
         g._vc[0] += 1
 
 
