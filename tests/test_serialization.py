@@ -278,6 +278,7 @@ def _rewrite_location(src, dst, new: bytes):
             zout.writestr(info.filename, data)
 
 
+@pytest.mark.skipif(ember.cuda.is_available(), reason="a CUDA checkpoint loads where a GPU is")
 def test_cuda_checkpoint_needs_map_location(tmp_path):
     ember.save({"w": ember.ones(2)}, tmp_path / "w.pt")
     _rewrite_location(tmp_path / "w.pt", tmp_path / "cuda.pt", b"cuda:0")
