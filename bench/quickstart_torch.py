@@ -69,6 +69,7 @@ def main(argv=None) -> float:
     p.add_argument("--data-root", default=os.environ.get("EMBER_DATA_ROOT", "data"))
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--device", default="cpu")
     p.add_argument("--limit", type=int, default=None,
                    help="use only the first N training and test images (as the quickstart's)")
     args = p.parse_args(argv)
@@ -82,7 +83,7 @@ def main(argv=None) -> float:
     train_loader = DataLoader(train_data, batch_size=args.batch_size, shuffle=args.shuffle)
     test_loader = DataLoader(test_data, batch_size=args.batch_size)
     next(iter(test_loader))  # the quickstart's shape printout draws a loader seed
-    model = {"mlp": mlp, "cnn": ConvNet}[args.model]()
+    model = {"mlp": mlp, "cnn": ConvNet}[args.model]().to(args.device)
     loss_fn = nn.CrossEntropyLoss()
     optim = torch.optim.SGD if args.optimizer == "sgd" else torch.optim.Adam
     optimizer = optim(model.parameters(), lr=args.lr)
@@ -91,6 +92,7 @@ def main(argv=None) -> float:
         start = time.perf_counter()
         model.train()
         for batch, (X, y) in enumerate(train_loader):
+            X, y = X.to(args.device), y.to(args.device)
             loss = loss_fn(model(X), y)
             loss.backward()
             optimizer.step()
@@ -102,6 +104,7 @@ def main(argv=None) -> float:
         test_loss, correct = 0.0, 0
         with torch.no_grad():
             for X, y in test_loader:
+                X, y = X.to(args.device), y.to(args.device)
                 pred = model(X)
                 test_loss += loss_fn(pred, y).item()
                 correct += (pred.argmax(1) == y).sum().item()

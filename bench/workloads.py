@@ -1,6 +1,7 @@
 """The benchmark workloads, each written once against the torch API (``lib`` is ember or torch).
 
-Each factory builds its model and data, and returns a zero-argument ``step`` to time.
+Each factory builds its model and data on ``device`` and returns a zero-argument ``step``
+to time.
 """
 
 from __future__ import annotations
@@ -8,22 +9,23 @@ from __future__ import annotations
 import numpy as np
 
 
-def _data(lib, *shape, seed=0):
-    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+def _data(lib, *shape, seed=0, device="cpu"):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32),
+                      device=device)
 
 
-def _labels(lib, n, classes=10):
-    return lib.tensor(np.random.default_rng(1).integers(0, classes, n))
+def _labels(lib, n, classes=10, device="cpu"):
+    return lib.tensor(np.random.default_rng(1).integers(0, classes, n), device=device)
 
 
-def mlp_train(lib):
+def mlp_train(lib, device="cpu"):
     """The quickstart MLP: one SGD training step on a batch of 64 28x28 images."""
     nn = lib.nn
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512),
-                          nn.ReLU(), nn.Linear(512, 10))
+                          nn.ReLU(), nn.Linear(512, 10)).to(device)
     opt = lib.optim.SGD(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
-    x, y = _data(lib, 64, 1, 28, 28), _labels(lib, 64)
+    x, y = _data(lib, 64, 1, 28, 28, device=device), _labels(lib, 64, device=device)
 
     def step():
         loss = loss_fn(model(x), y)
@@ -33,16 +35,17 @@ def mlp_train(lib):
     return step
 
 
-def cnn_train(lib):
+def cnn_train(lib, device="cpu"):
     """The modules note's CNN: one Adam training step on a batch of 64."""
     nn = lib.nn
     model = nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Dropout(0.25), nn.Linear(512, 10))
+        nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Dropout(0.25), nn.Linear(512, 10)
+    ).to(device)
     opt = lib.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
-    x, y = _data(lib, 64, 1, 28, 28), _labels(lib, 64)
+    x, y = _data(lib, 64, 1, 28, 28, device=device), _labels(lib, 64, device=device)
 
     def step():
         loss = loss_fn(model(x), y)
@@ -52,9 +55,9 @@ def cnn_train(lib):
     return step
 
 
-def op_chain(lib):
+def op_chain(lib, device="cpu"):
     """200 elementwise ops on 16-element tensors plus backward: per-op overhead."""
-    x = _data(lib, 16).requires_grad_()
+    x = _data(lib, 16, device=device).requires_grad_()
 
     def step():
         y = x
@@ -64,11 +67,11 @@ def op_chain(lib):
     return step
 
 
-def matmul_train(lib):
+def matmul_train(lib, device="cpu"):
     """A two-layer 256x1024x1024 matmul training step: time should be spent in BLAS."""
-    w1 = (_data(lib, 1024, 1024, seed=2) * 0.03).requires_grad_()
-    w2 = (_data(lib, 1024, 1024, seed=3) * 0.03).requires_grad_()
-    x = _data(lib, 256, 1024)
+    w1 = (_data(lib, 1024, 1024, seed=2, device=device) * 0.03).requires_grad_()
+    w2 = (_data(lib, 1024, 1024, seed=3, device=device) * 0.03).requires_grad_()
+    x = _data(lib, 256, 1024, device=device)
 
     def step():
         loss = (x.mm(w1).relu().mm(w2) ** 2).mean()
@@ -80,12 +83,12 @@ def matmul_train(lib):
     return step
 
 
-def mlp_inference(lib):
+def mlp_inference(lib, device="cpu"):
     """The quickstart MLP forward pass on a batch of 1024, under no_grad."""
     nn = lib.nn
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512),
-                          nn.ReLU(), nn.Linear(512, 10)).eval()
-    x = _data(lib, 1024, 1, 28, 28)
+                          nn.ReLU(), nn.Linear(512, 10)).eval().to(device)
+    x = _data(lib, 1024, 1, 28, 28, device=device)
 
     def step():
         with lib.no_grad():
