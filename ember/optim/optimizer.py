@@ -474,7 +474,9 @@ def add_(a: np.ndarray, b: np.ndarray, alpha: float, tmp: np.ndarray) -> None:
     if alpha == 1:  # exact shortcut: one pass instead of two
         a += b
         return
-    if a.size <= 2 * _BLOCK or not (a.flags.c_contiguous and b.flags.c_contiguous):
+    # (On the GPU the blocks would only add kernel launches: one pass each there.)
+    if (a.size <= 2 * _BLOCK or type(a) is not np.ndarray
+            or not (a.flags.c_contiguous and b.flags.c_contiguous)):
         np.multiply(b, alpha, out=tmp)
         a += tmp
         return
