@@ -3,10 +3,13 @@
 ember computes with NumPy on the CPU and, where CuPy finds a GPU, with CuPy on ``cuda:0``: a
 tensor's device is the type of its array (``numpy.ndarray`` or ``cupy.ndarray``), so nothing
 else records it. Most of ember's array code runs on either unchanged, because CuPy arrays
-take part in NumPy's ``__array_ufunc__`` / ``__array_function__`` protocols; the places that
-create arrays ask ``xp_of`` for the module. Device objects exist for every device type torch
-knows, so programs that name them parse; a device ember cannot compute on raises torch's
-error for a machine without it.
+take part in NumPy's ``__array_ufunc__`` / ``__array_function__`` protocols. Op code creates
+arrays with ``np.zeros`` / ``np.empty`` / ``np.arange(..., like=ref)``, or ``xp_of(ref).ones`` /
+``.full`` (NumPy hands those two a ``device=`` keyword that CuPy refuses), and reaches the few
+NumPy-only calls (strided views, ``ufunc.at``) through the helpers below.
+
+Device objects exist for every device type torch knows, so programs that name them parse; a
+device ember cannot compute on raises torch's error for a machine without it.
 """
 
 from __future__ import annotations
