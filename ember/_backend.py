@@ -191,6 +191,21 @@ def ufunc_method(ufunc, method: str, arr, *args, **kwargs):
         raise TypeError(f"returned NotImplemented from __array_ufunc__: {e}") from e
 
 
+def accumulate(ufunc, arr, axis: int):
+    """``ufunc.accumulate(arr, axis=axis)``. CuPy has no accumulate for most ufuncs, so on the
+    GPU it is an inclusive scan in log2(n) passes (each combines every element with the one
+    ``step`` before it): the same result for max/min, the same up to rounding for logaddexp."""
+    if xp_of(arr) is np:
+        return ufunc.accumulate(arr, axis=axis)
+    out, n, step = arr.copy(), arr.shape[axis], 1
+    head, tail = [slice(None)] * arr.ndim, [slice(None)] * arr.ndim
+    while step < n:
+        head[axis], tail[axis] = slice(None, n - step), slice(step, None)
+        out[tuple(tail)] = ufunc(out[tuple(tail)], out[tuple(head)])  # right side read first
+        step *= 2
+    return out
+
+
 def add_at(target, index, values) -> None:
     """``target[index] += values`` with repeated indices adding up (``np.add.at``)."""
     ufunc_method(np.add, "at", target, index, values)

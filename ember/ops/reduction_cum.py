@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype, return_types
-from ember._backend import ufunc_method
+from ember._backend import accumulate
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
@@ -137,7 +137,7 @@ class Logcumsumexp(Op):
         ctx.dim = dim
         if dim is None:
             return x.copy()
-        return ufunc_method(np.logaddexp, "accumulate", x, axis=dim)
+        return accumulate(np.logaddexp, x, dim)
 
     @staticmethod
     def backward(ctx, g):
@@ -189,14 +189,14 @@ class _CumExtreme(Op):
         if x.ndim == 0:
             return scalar_selection(ctx, x)
         ctx.dim, ctx.shape = dim, x.shape
-        vals = ufunc_method(cls.fn, "accumulate", x, axis=dim)
+        vals = accumulate(cls.fn, x, dim)
         # The index is the latest position where the running extreme was (re)attained.
         pos = np.arange(x.shape[dim], like=x).reshape(
             [-1 if i == dim else 1 for i in range(x.ndim)])
         hit = (x == vals)
         if x.dtype.kind == "f":
             hit |= np.isnan(x)
-        idx = ufunc_method(np.maximum, "accumulate", np.where(hit, pos, 0), axis=dim)
+        idx = accumulate(np.maximum, np.where(hit, pos, 0), dim)
         ctx.idx = idx
         return vals, idx.astype(np.int64)
 
