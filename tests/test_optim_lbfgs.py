@@ -3,6 +3,8 @@ line search, the line search itself, state dicts, tensor lr, errors."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -51,25 +53,32 @@ def _lbfgs_run(lib, kw, dtype, steps, fn=_rosenbrock):
         return loss
 
     trace, losses = [], []
-    for _ in range(steps):
+    for i in range(steps):
         losses.append(opt.step(closure).item())
         trace.append(np.concatenate([a.detach().numpy().ravel(), b.detach().numpy().ravel(),
                                      unused.detach().numpy()]))
+        if i == 0:
+            opt.first_state = copy.deepcopy(opt.state_dict())
     return np.array(trace), losses, len(calls), opt
 
 
 @pytest.mark.parametrize("kw", LBFGS_CASES, ids=lambda kw: ",".join(f"{k}={v}"
                                                                     for k, v in kw.items()))
 def test_lbfgs_rosenbrock_matches_torch_float64(kw):
-    # Rosenbrock amplifies last-bit differences (torch's dot/sum order, its fused add_): with
-    # 20 iterations a step, the paths can drift apart by ~1e-5 in 3 steps, ~1e-1 in 4
+    # Rosenbrock amplifies last-bit differences (summation order in dot products, which
+    # depends on the BLAS kernel the CPU picks): with 20 iterations a step the paths drift
+    # apart by ~1e-8 in 2 steps, ~1e-5 in 3, ~1e-1 in 4. So the whole state is compared
+    # tightly after the first step, where the paths agree to ~1e-12; after the last step the
+    # objective and the parameters are compared, and the state (whose 'al' entries are
+    # differences of nearly equal products: 2e-5 relative apart on a Haswell kernel) loosely.
     steps = 8 if kw.get("max_iter") == 4 else 2
     et, el, ecalls, eopt = _lbfgs_run(ember, kw, "float64", steps)
     tt, tl, tcalls, topt = _lbfgs_run(torch, kw, "float64", steps)
     assert ecalls == tcalls
+    compare_state_dicts(eopt.first_state, topt.first_state, rtol=1e-6, atol=1e-10)
     np.testing.assert_allclose(el, tl, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(et, tt, rtol=1e-6, atol=1e-8)
-    compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-5, atol=1e-8)
+    compare_state_dicts(eopt.state_dict(), topt.state_dict(), rtol=1e-3, atol=1e-8)
 
 
 @pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
