@@ -35,6 +35,10 @@ class _Aux:
         self.name = None
 
 
+# The _aux of a 0-d tensor an op made from a Python number (torch's "wrapped number"): saved
+# for backward like any input, but never handed to saved-tensor hooks, as in torch.
+WRAPPED_NUMBER = _Aux()
+
 _HOST_COPY = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
               "tensor to host memory first.")
 
@@ -98,7 +102,7 @@ class Tensor(TensorCasts):
         return t
 
     def _get_aux(self) -> _Aux:
-        if self._aux is None:
+        if self._aux is None or self._aux is WRAPPED_NUMBER:
             self._aux = _Aux()
         return self._aux
 

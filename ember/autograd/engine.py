@@ -18,7 +18,7 @@ from ember.autograd.anomaly_mode import warn_forward_trace
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import grad_accumulator
 
-_TRACE = graph.TRACE  # the same list object: one lookup per node on the hot path
+_LOCAL = graph.LOCAL
 
 
 def _root_edge(t):
@@ -194,8 +194,8 @@ def _capture(node, buf, capture, results, will_run: bool) -> None:
             if not will_run:
                 g = _apply_tensor_hooks(node, nr, g)
                 buf[nr] = g
-            if graph.TRACE[0] is not None:
-                graph.TRACE[0].capture(node, nr, g)
+            if _LOCAL.trace is not None:
+                _LOCAL.trace.capture(node, nr, g)
             for i in idx:
                 results[i] = g
 
@@ -237,8 +237,8 @@ def _apply_tensor_hooks(node, nr: int, g):
         if hooks:
             for fn in tuple(hooks.values()):
                 r = fn(g)
-                if graph.TRACE[0] is not None:
-                    graph.TRACE[0].hook("tensor_hook", node, fn, g, r, nr)
+                if _LOCAL.trace is not None:
+                    _LOCAL.trace.hook("tensor_hook", node, fn, g, r, nr)
                 if r is not None:
                     g = _checked(fn, g, r)
     return g
@@ -268,7 +268,7 @@ def _checked_all(fn, old, new) -> list:
 
 def _run_node(node, grads: list) -> tuple:
     """One node, in torch's order: tensor hooks, retain_grad, pre-hooks, backward, post-hooks."""
-    tr = _TRACE[0]
+    tr = _LOCAL.trace
     if node._tensor_hooks:
         # Grouped by output, in order of each output's first hook; torch calls them even
         # for an output that received no gradient (with None).

@@ -15,13 +15,18 @@ from ember._backend import _Cuda, gpu_gaps, one_device
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import forward_stack
 from ember.autograd.grad_mode import STATE, no_grad
-from ember.autograd.graph import FREED, OUT, SAVED_HOOKS, Node, grad_accumulator
+from ember.autograd.graph import FREED, LOCAL, OUT, Node, grad_accumulator
+
+UNSAVED = (None, 0)  # a saved-tensor slot left empty: no gradient formula that reads it runs
 
 
 class _Scratch:
     """ctx stand-in for ops run without grad: accepts attributes, saves nothing."""
 
     needs_input_grad = ()
+
+    def save_extra(self, *arrays) -> None:
+        pass
 
 
 class FunctionCtx:
@@ -163,7 +168,7 @@ class Function(metaclass=FunctionMeta):
             node._out_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else ((), None)
                               for o in outs]
             node._saved = _save(node.to_save, outs)
-            if SAVED_HOOKS and node._saved:
+            if LOCAL.saved_hooks and node._saved:
                 node._saved = graph.pack_saved(node, node._saved)
             node._shapes = tuple(t.shape for t in tensors)  # user grads are checked/summed
             node._in_dtypes = {i: a.dtype for i, a in enumerate(args) if isinstance(a, Tensor)}
@@ -267,12 +272,18 @@ class _DelayedError(Function):
 class OpNode(Node):
     """Node of a built-in op: ``backward(ctx, *grads)`` returns one gradient per input."""
 
-    __slots__ = ()
+    __slots__ = ("_extra",)
     _forward_cls = None
 
     @property
     def saved_tensors(self) -> tuple:
         return self._unpack_saved()
+
+    def save_extra(self, *arrays) -> None:
+        """Save arrays that forward computed (indices, statistics) for backward. They come
+        after the saved inputs and output in ``saved_tensors``, as tensors, and pass through
+        saved-tensor hooks as torch's saved results do."""
+        self._extra = arrays
 
     def _call(self, grads: list) -> tuple:
         out = self._forward_cls.backward(self, *grads)
@@ -297,13 +308,20 @@ class Op(Function):
     """A built-in differentiable primitive.
 
     Class attributes declare what backward needs, so forward can stay a pure array function:
-    ``saves`` (indices of inputs to save), ``saves_output``, ``broadcasts`` (the engine sums
-    gradients back to each input's shape), ``view`` (the output is a view of input 0).
+    ``saves`` (indices of inputs to save), ``saves_output``, ``save_for``, ``broadcasts`` (the
+    engine sums gradients back to each input's shape), ``view`` (the output is a view of
+    input 0). ``save_for`` is derivatives.yaml's rule for what torch saves: for each saved
+    entry (the inputs in ``saves`` order, then the output), the inputs whose gradient formula
+    reads it. An entry is saved only when one of those inputs needs a gradient, so ``x * w``
+    with only ``w`` requiring grad keeps ``x`` alive but not ``w``; unsaved entries read as
+    None in ``saved_tensors``. Without ``save_for``, every entry is saved whenever the op is
+    tracked (right for one-input ops).
     """
 
     _node_base = OpNode
     saves: tuple = ()
     saves_output = False
+    save_for: tuple | None = None
     broadcasts = False
     view = False
 
@@ -335,7 +353,8 @@ class Op(Function):
 
         node = cls._backward_cls.__new__(cls._backward_cls)
         node._init_node(_edges(inputs))
-        node.needs_input_grad = tuple(t._rg for t in inputs)
+        node._extra = None
+        need = node.needs_input_grad = tuple(t._rg for t in inputs)
         arrays = [t._data for t in inputs]
         if _Cuda.active:
             arrays = one_device(arrays)
@@ -344,7 +363,12 @@ class Op(Function):
         else:
             out = cls.forward(node, *arrays, **kw)
         if cls.saves:
-            node._saved = tuple((inputs[i], inputs[i]._vc[0]) for i in cls.saves)
+            plan = cls.save_for
+            if plan is None:
+                node._saved = tuple((inputs[i], inputs[i]._vc[0]) for i in cls.saves)
+            else:
+                node._saved = tuple((inputs[i], inputs[i]._vc[0]) if _wanted(need, deps)
+                                    else UNSAVED for i, deps in zip(cls.saves, plan))
         if cls.broadcasts:
             shapes = tuple(a.shape for a in arrays)
             if shapes.count(shapes[0]) != len(shapes):
@@ -353,7 +377,9 @@ class Op(Function):
             node._anomaly = forward_stack()
         if type(out) is tuple:
             node._out_meta = [(o.shape, o.dtype) for o in out]
-            if SAVED_HOOKS and node._saved:
+            if node._extra is not None:
+                _save_extra(node)
+            if LOCAL.saved_hooks and node._saved:
                 node._saved = graph.pack_saved(node, node._saved)
             return tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
                          for i, o in enumerate(out))
@@ -361,11 +387,32 @@ class Op(Function):
         if cls.view:
             res._set_view_of(inputs[0])
         if cls.saves_output:
-            entry = (OUT, (res._data, res._vc, res._vc[0], 0))
+            plan = cls.save_for
+            entry = (OUT, (res._data, res._vc, res._vc[0], 0)) \
+                if plan is None or _wanted(need, plan[-1]) else UNSAVED
             node._saved = (*node._saved, entry) if node._saved else (entry,)
-        if SAVED_HOOKS and node._saved:
+        if node._extra is not None:
+            _save_extra(node)
+        if LOCAL.saved_hooks and node._saved:
             node._saved = graph.pack_saved(node, node._saved)
         return res
 
 
-__all__ = ["Function", "FunctionCtx", "Op", "once_differentiable", "FREED"]
+def _wanted(need: tuple, deps: tuple) -> bool:
+    """Whether any of the inputs ``deps`` needs a gradient (one saved entry's rule)."""
+    for d in deps:
+        if need[d]:
+            return True
+    return False
+
+
+def _save_extra(node: OpNode) -> None:
+    """Append the arrays forward passed to ``ctx.save_extra`` to the node's saved entries."""
+    from ember._tensor import Tensor
+
+    extra = tuple((Tensor._make(a), 0) for a in node._extra)
+    node._extra = None
+    node._saved = (*node._saved, *extra) if node._saved else extra
+
+
+__all__ = ["Function", "FunctionCtx", "Op", "once_differentiable", "FREED", "UNSAVED"]

@@ -76,12 +76,12 @@ class trace:
         self._counts: dict = {}
 
     def __enter__(self) -> trace:
-        self._prev = graph.TRACE[0]
-        graph.TRACE[0] = self
+        self._prev = graph.LOCAL.trace
+        graph.LOCAL.trace = self
         return self
 
     def __exit__(self, *exc) -> None:
-        graph.TRACE[0] = self._prev
+        graph.LOCAL.trace = self._prev
         self._names = {}  # let the graph's nodes go
 
     def __str__(self) -> str:

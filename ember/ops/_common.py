@@ -7,6 +7,8 @@ This module is not an op family: ``ember.ops.install`` skips module names starti
 
 from __future__ import annotations
 
+import dis
+
 import numpy as np
 
 from ember.autograd.function import Op
@@ -59,8 +61,10 @@ def elementwise_op(name: str, fn, *grads, saves: tuple = (), node_name: str | No
     Tensor ops like any backward, called as ``grad(g, *saved)``; ``saves`` names what they
     need in derivatives.yaml's words, in this order: ``"self"`` (input 0), ``"other"``
     (input 1), ``"result"`` (the output). A formula runs only for an input that needs a
-    gradient. Two-input ops broadcast; the engine sums their gradients back to each input's
-    shape. The grad_fn is ``<name>Backward0`` unless ``node_name`` says otherwise.
+    gradient, and an entry is saved only if a formula that will run reads it (found from the
+    formulas' code), as torch saves. Two-input ops broadcast; the engine sums their gradients
+    back to each input's shape. The grad_fn is ``<name>Backward0`` unless ``node_name`` says
+    otherwise.
     """
     def forward(ctx, *arrays, **kw):
         return fn(*arrays, **kw)
@@ -72,16 +76,31 @@ def elementwise_op(name: str, fn, *grads, saves: tuple = (), node_name: str | No
         need = ctx.needs_input_grad
         return tuple(grad(g, *saved) if n else None for grad, n in zip(grads, need))
 
+    entries = [s for s in ("self", "other", "result") if s in saves]
     return type(name, (Op,), {
         "node_name": node_name or name + "Backward0",
         "saves": tuple(i for i, s in enumerate(_INPUTS) if s in saves),
         "saves_output": "result" in saves,
+        "save_for": tuple(tuple(i for i, f in enumerate(grads) if k in _reads(f))
+                          for k in range(len(entries))) if len(grads) > 1 else None,
         "broadcasts": len(grads) > 1,
         "forward": staticmethod(forward),
         "backward": staticmethod(backward),
         # The class belongs to the module that declares it, which is where its formulas are.
         "__module__": grads[0].__module__,
     })
+
+
+def _reads(formula) -> set:
+    """Positions (0 = first saved entry) of the parameters after ``g`` that ``formula``'s code
+    reads."""
+    code = formula.__code__
+    params = code.co_varnames[1:code.co_argcount]
+    used = set(code.co_cellvars)  # read by an inner function
+    for ins in dis.get_instructions(code):
+        if ins.opname.startswith("LOAD_"):
+            used.update(ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
+    return {k for k, p in enumerate(params) if p in used}
 
 
 def float_unary(op: type, name: str, doc: str | None = None):

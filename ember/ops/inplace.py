@@ -16,7 +16,7 @@ from ember._backend import to_device
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.autograd.graph import OUT, SAVED_HOOKS
+from ember.autograd.graph import LOCAL, OUT
 from ember.ops._promote import float_arg, scalar
 from ember.ops.pointwise import QualifiedNode
 from ember.ops.pointwise_math import AcoshInplace, AsinhInplace, AtanhInplace
@@ -64,7 +64,7 @@ def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
     r = fn(src, *args, **kwargs)
-    if sys.getrefcount(src) > 2 or SAVED_HOOKS:
+    if sys.getrefcount(src) > 2 or LOCAL.saved_hooks:
         src._data = src._data.copy()
     _write(x, r)
     node = r._grad_fn

@@ -138,6 +138,7 @@ class Mul(Op):
     node_name = "MulBackward0"
     broadcasts = True
     saves = (0, 1)
+    save_for = ((1,), (0,))  # self for other's gradient, other for self's
 
     @staticmethod
     def forward(ctx, a, b):
@@ -154,6 +155,7 @@ class Div(Op):
     node_name = "DivBackward0"
     broadcasts = True
     saves = (0, 1)
+    save_for = ((1,), (0, 1))
 
     @staticmethod
     def forward(ctx, a, b):
