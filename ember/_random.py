@@ -15,6 +15,8 @@ import ast
 
 import numpy as np
 
+from ember.compiler import traced
+
 _DEFAULT_SEED = 67280421310721  # torch's default initial seed
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 
@@ -79,6 +81,9 @@ class Generator:
 
     # --- torch's transforms of the raw 32-bit stream -----------------------------------------
     def _raw(self, n: int) -> np.ndarray:
+        rec = traced.ACTIVE[0]  # under ember.compile's capture: a draw the program repeats
+        if rec is not None:
+            return rec.random(self, "_raw", n)
         return self._bits.random_raw(n).astype(np.uint64)
 
     def _raw64(self, n: int) -> np.ndarray:

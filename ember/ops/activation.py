@@ -30,9 +30,8 @@ def _const(mask: np.ndarray, like: np.ndarray) -> Tensor:
 def _stable_shift(x: np.ndarray, dim: int) -> np.ndarray:
     m = x.max(axis=dim, keepdims=True)
     # An infinite max (an all -inf row) must not turn the row into nan by (-inf) - (-inf).
-    if not np.isfinite(m).all():
-        m[~np.isfinite(m)] = 0
-    return x - m
+    # (A select on the small max array, not a branch on its values: ember.compile replays it.)
+    return x - np.where(np.isfinite(m), m, 0).astype(m.dtype, copy=False)
 
 
 class Softmax(Op):

@@ -11,6 +11,7 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.compiler.traced import capturing, check
 from ember.ops._promote import scalar
 from ember.ops.activation import LogSigmoid
 from ember.ops.pointwise import sigmoid, where
@@ -32,6 +33,11 @@ def _scaled(g: Tensor, ctx) -> Tensor:
     return g / ctx.n if ctx.reduction == "mean" else g
 
 
+def _targets_in_range(t: np.ndarray, n: int) -> None:
+    if t.min() < 0 or t.max() >= n:
+        raise IndexError(f"Target {int(t[(t < 0) | (t >= n)].flat[0])} is out of bounds.")
+
+
 class NllLoss(Op):
     """``-w[t] * x[n, t]`` picked along the class dim 1; mean divides by the total weight."""
 
@@ -42,11 +48,11 @@ class NllLoss(Op):
         xa = x if x.ndim > 1 else x[None]
         t = target if x.ndim > 1 else target.reshape(1)
         valid = t != ignore_index
-        all_valid = bool(valid.all())
+        # (under ember.compile's capture the general path: a replay cannot branch on data)
+        all_valid = not capturing() and bool(valid.all())
         tc = t if all_valid else np.where(valid, t, 0)
-        if tc.size and (tc.min() < 0 or tc.max() >= xa.shape[1]):
-            bad = (tc < 0) | (tc >= xa.shape[1])
-            raise IndexError(f"Target {int(tc[bad].flat[0])} is out of bounds.")
+        if tc.size:
+            check(_targets_in_range, tc, xa.shape[1])
         rows = np.arange(tc.shape[0], like=tc) if xa.ndim == 2 else None
         picked = xa[rows, tc] if rows is not None else \
             np.take_along_axis(xa, tc[:, None], axis=1)[:, 0]
@@ -61,8 +67,8 @@ class NllLoss(Op):
             denom = scalar(tc.size, x.dtype) if w is None else w.sum(dtype=x.dtype)
             neg = -w if w is not None else scalar(-1, x.dtype)
             # torch gives a zero gradient (and a nan loss) when every target is ignored.
-            coef = neg / denom if denom != 0 else np.zeros_like(neg)
             with np.errstate(invalid="ignore", divide="ignore"):
+                coef = np.where(denom != 0, neg / denom, 0).astype(x.dtype, copy=False)
                 out = loss.sum(dtype=x.dtype) / denom
         elif reduction == "sum":
             coef, out = (-w if w is not None else scalar(-1, x.dtype)), loss.sum(dtype=x.dtype)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ember._backend import add_at, on_device_of, xp_of
 from ember.autograd.function import Op
+from ember.compiler.traced import capturing
 from ember.ops._common import UINT_OF_SIZE, keep_where, variant
 from ember.ops._promote import scalar
 
@@ -89,7 +90,7 @@ def _first_argmax(views: list, best: np.ndarray, small: type) -> np.ndarray:
     for v in views[1:-1]:
         differs &= v != best
         arg += differs
-    if best.dtype.kind == "f" and np.isnan(best).any():
+    if best.dtype.kind == "f" and (capturing() or np.isnan(best).any()):
         for k, v in enumerate(views):  # torch: NaN wins, the last one in the window
             np.copyto(arg, k, where=v != v)
     return arg
@@ -116,7 +117,7 @@ def _max_pool(x, ksize, stride, pad, dil, osize):
     for v in views[2:]:
         np.maximum(best, v, out=best)
     arg = _first_argmax(views, best, np.int8 if len(views) < 128 else np.int64)
-    if xp is not x and (best == fill).any():
+    if xp is not x and (capturing() or (best == fill).any()):
         # A window whose input values all equal the padding's fill: torch's index is its first
         # tap inside the input, never the padding.
         taps = list(np.ndindex(*ksize))
