@@ -17,6 +17,7 @@ from ember._backend import CPU, CUDA0, check_device, is_array, to_device
 from ember._dtype import dtype as _DType
 from ember._size import Size
 from ember._tensor_casts import TensorCasts
+from ember.compiler.traced import refuse
 from ember.utils.hooks import RemovableHandle
 
 __all__ = ["Size", "Tensor"]
@@ -128,15 +129,15 @@ class Tensor(TensorCasts):
 
     @property
     def device(self):
-        return CPU if type(self._data) is np.ndarray else CUDA0
+        return CPU if isinstance(self._data, np.ndarray) else CUDA0
 
     @property
     def is_cuda(self) -> bool:
-        return type(self._data) is not np.ndarray
+        return not isinstance(self._data, np.ndarray)
 
     @property
     def is_cpu(self) -> bool:
-        return type(self._data) is np.ndarray
+        return isinstance(self._data, np.ndarray)
 
     @property
     def layout(self) -> str:
@@ -204,7 +205,7 @@ class Tensor(TensorCasts):
         return False
 
     def get_device(self) -> int:
-        return -1 if type(self._data) is np.ndarray else 0
+        return -1 if isinstance(self._data, np.ndarray) else 0
 
     @property
     def is_sparse(self) -> bool:
@@ -371,20 +372,22 @@ class Tensor(TensorCasts):
 
     # --- conversions ---------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        refuse("Tensor.numpy()")
         if self._rg and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if type(self._data) is not np.ndarray:
+        if not isinstance(self._data, np.ndarray):
             if not force:
                 raise TypeError(_HOST_COPY)
             return self._data.get()
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        refuse("converting a tensor to a NumPy array")
         if self._rg:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if type(self._data) is not np.ndarray:
+        if not isinstance(self._data, np.ndarray):
             raise TypeError(_HOST_COPY)
         return self._data if dtype is None else self._data.astype(dtype)
 
@@ -439,6 +442,7 @@ class Tensor(TensorCasts):
     def __repr__(self, *, tensor_contents=None) -> str:
         from ember._tensor_str import tensor_repr
 
+        refuse("printing a tensor")
         return tensor_repr(self, tensor_contents)
 
     def __format__(self, spec: str) -> str:

@@ -28,7 +28,7 @@ from ember.compiler.traced import GraphBreak
 _COMPILED: list = []  # weak references to every CompiledFunction, for reset()
 # Loaded on first use: ember's core imports ``traced`` (the random generators record draws
 # through it), and must not pull in the rest of the compiler with it.
-_LAZY = {"ExplainOutput": "explain", "explain": "explain", "show_code": "explain",
+_LAZY = {"ExplainOutput": "introspect", "explain": "introspect", "show_code": "introspect",
          "CompiledFunction": "runtime", "Unsupported": "runtime"}
 
 

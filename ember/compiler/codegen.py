@@ -17,18 +17,22 @@ from ember.compiler.ir import Graph, Node, Value
 
 
 class _Namer:
-    """Gives non-literal objects global names in the generated module."""
+    """Gives non-literal objects global names in the generated module, apart from the
+    program's local value names (``taken``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, taken: set) -> None:
         self.globals: dict = {"np": np}
         self.by_id: dict = {}
+        self.taken = taken
 
     def bind(self, obj, hint: str) -> str:
         key = id(obj)
         if key in self.by_id:
             return self.by_id[key]
+        hint = "".join(ch if ch.isalnum() else "_" for ch in hint.split(" ")[0]) or "k"
+        hint = hint if hint[0].isalpha() else f"k_{hint}"
         name, n = hint, 0
-        while name in self.globals:
+        while name in self.globals or name in self.taken:
             n += 1
             name = f"{hint}_{n}"
         self.globals[name] = obj
@@ -117,7 +121,9 @@ def python_source(graph: Graph, name: str, saved: tuple | None = None) -> tuple:
     """The function's source and the globals it needs. It returns the tuple of the graph's
     outputs, or (when ``saved`` is given) that and the tuple of values saved for another
     program."""
-    namer = _Namer()
+    taken = {v.name for v in graph.placeholders}
+    taken.update(v.name for n in graph.nodes for v in n.outputs)
+    namer = _Namer(taken)
     keep = {id(v) for v in (*graph.outputs, *(saved or ())) if v is not None}
     # A view keeps its base's memory alive anyway: deleting the base early changes nothing,
     # so only values whose storage is their own are deleted.

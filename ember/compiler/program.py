@@ -72,7 +72,11 @@ class Program:
         """The backward program's gradient inputs: contiguous arrays, zeros where none came."""
         out = []
         for g, (shape, dtype) in zip(grads, self.grad_meta):
-            out.append(np.zeros(shape, dtype) if g is None else np.ascontiguousarray(g._data))
+            if g is None:
+                out.append(np.zeros(shape, dtype))
+            else:  # (not np.ascontiguousarray: it turns a 0-d array into a 1-d one)
+                a = g._data
+                out.append(a if a.flags.c_contiguous else a.copy(order="C"))
         return out
 
     def run(self, args, kwargs, roots):
@@ -97,10 +101,13 @@ class Program:
         results, k = [], 0
         for i, arr in enumerate(outs):
             if node is not None and i in self.diff_outputs:
-                results.append(Tensor._make(arr, node, k))
+                res = Tensor._make(arr, node, k)
                 k += 1
             else:
-                results.append(Tensor._make(arr))
+                res = Tensor._make(arr)
+            if i in self.views:
+                res._set_view_of(inputs[self.views[i]])
+            results.append(res)
         return _unflatten(self.out_spec, results)
 
 
@@ -182,12 +189,16 @@ def _finish(rec: Recorder, out, inputs: list) -> dict:
     out_leaves: list = []
     out_spec = _flatten(out, out_leaves)
     values = [_output_value(rec, t) for t in out_leaves]
+    index = {id(v): i for i, v in enumerate(rec.graph.placeholders)}
+    # An output that views an input (x.t(), x[1:]) is returned as a view of it, as in eager.
+    views = {i: index[id(v.root())] for i, v in enumerate(values)
+             if v.root().kind == "placeholder"}
     diff_outputs = [i for i, t in enumerate(out_leaves) if t._rg]
     diff_inputs = [i for i, t in enumerate(inputs) if t._rg]
     boundary = len(rec.graph.nodes)
     fw = Graph(list(rec.graph.placeholders), rec.graph.nodes[:boundary], values)
     meta = {"out_spec": out_spec, "diff_outputs": set(diff_outputs) if STATE.enabled else set(),
-            "diff_inputs": diff_inputs, "grad_meta": [], "written": []}
+            "diff_inputs": diff_inputs, "grad_meta": [], "written": [], "views": views}
     bw = None
     if meta["diff_outputs"] and diff_inputs:
         ups = []
@@ -216,13 +227,12 @@ def _finish(rec: Recorder, out, inputs: list) -> dict:
 
 
 def _output_value(rec: Recorder, t, copy_into: list | None = None) -> Value:
-    """The Value of an output tensor. A constant (made without recorded calls) or an alias
-    of an input is copied: the caller owns what a call returns."""
+    """The Value of an output tensor. A constant (made without recorded calls) is copied, and
+    so is a gradient that is an input of the backward program: the caller owns what a call
+    returns. (A forward output viewing an input stays a view; ``run`` makes it one.)"""
     v = rec.value_of(t._data)
-    if v.root().kind == "result":
+    if v.root().kind == "result" or copy_into is None and v.root().kind == "placeholder":
         return v
-    if copy_into is None and v.root().kind == "placeholder":
-        raise GraphBreak("an output is a view of an input (aliasing is not replayed)")
     copy = Value(rec._new_name("out"), v.shape, v.dtype)
     copy.storage = copy
     (copy_into if copy_into is not None else rec.graph.nodes).append(

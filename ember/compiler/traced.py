@@ -74,7 +74,21 @@ def _reader(name: str):
 
 def _data_read(a, name: str):
     raise GraphBreak(f"data-dependent Python: the value of a tensor was read ({name}) in "
-                     f"{ACTIVE[0].where()}")
+                     f"{ACTIVE[0].where()} at {caller()}")
+
+
+def caller() -> str:
+    """file:line of the innermost frame outside the compiler and NumPy (for break reasons)."""
+    import os
+    import sys
+
+    frame = sys._getframe(1)
+    skip = (os.path.dirname(__file__), os.path.dirname(np.__file__))
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
 
 
 # Array methods that compute, return views or write: recorded as calls on the value.
@@ -179,6 +193,14 @@ def capturing() -> bool:
     the data (``if mask.all(): ...``) takes its general path instead, which a replay can
     follow."""
     return ACTIVE[0] is not None
+
+
+def refuse(what: str) -> None:
+    """Under a capture, break the graph: ``what`` hands tensor data to Python (printing a
+    tensor, ``Tensor.numpy()``)."""
+    if ACTIVE[0] is not None:
+        raise GraphBreak(f"{what} hands tensor data to Python, in {ACTIVE[0].where()} at "
+                         f"{caller()}")
 
 
 def check(fn, *arrays) -> None:

@@ -17,6 +17,7 @@ from ember._backend import add_at
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.compiler.traced import check
 from ember.ops.shape import Alias, Unsqueeze
 from ember.ops.shape_strided import region_view
 
@@ -240,7 +241,12 @@ def _check_mask(k: np.ndarray, shape: list, dim: int) -> None:
 
 
 def _check_array(k: np.ndarray, size: int, dim: int) -> None:
-    if k.size and (k.max() >= size or k.min() < -size):
+    if k.size:
+        check(_in_bounds, k, size, dim)  # (ember.compile's replays check their own indices)
+
+
+def _in_bounds(k: np.ndarray, size: int, dim: int) -> None:
+    if k.max() >= size or k.min() < -size:
         bad = int(k.max() if k.max() >= size else k.min())
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 

@@ -9,6 +9,7 @@ import numpy as np
 from ember._backend import add_at, ufunc_method
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.compiler.traced import check
 from ember.ops._promote import cast, scalar
 from ember.ops.indexing import IndexGrad, _parse
 from ember.ops.indexing_setitem import IndexPut, _value, write_at
@@ -59,10 +60,15 @@ def _check_index(x: Tensor, dim: int, index: Tensor, fname: str, src: Tensor | N
                            f"{list(src.shape)}")
     idx = index._data
     size = xs[d] if xs else 1
-    if idx.size and (idx.max() >= size or idx.min() < 0):
+    if idx.size:
+        check(_in_range, idx, size, d)
+    return d, idx.astype(np.int64, copy=False)
+
+
+def _in_range(idx: np.ndarray, size: int, d: int) -> None:
+    if idx.max() >= size or idx.min() < 0:
         bad = int(idx.max() if idx.max() >= size else idx.min())
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
-    return d, idx.astype(np.int64, copy=False)
 
 
 def _same_dtype(x: Tensor, src: Tensor, fname: str) -> None:
@@ -248,7 +254,13 @@ def _check_vector_index(x: Tensor, dim: int, index: Tensor, fname: str):
     d = _wrap_dim(dim, x.ndim)
     idx = index._data.reshape(-1).astype(np.int64, copy=False)
     size = x._data.shape[d] if x.ndim else 1
-    if idx.size and (idx.max() >= size or idx.min() < -size):
+    if idx.size:
+        check(_vector_in_range, idx, size, d, fname)
+    return d, idx
+
+
+def _vector_in_range(idx: np.ndarray, size: int, d: int, fname: str) -> None:
+    if idx.max() >= size or idx.min() < -size:
         if fname == "index_select":
             raise IndexError("index out of range in self")
         bad = int(idx.max() if idx.max() >= size else idx.min())
@@ -256,7 +268,6 @@ def _check_vector_index(x: Tensor, dim: int, index: Tensor, fname: str):
         if fname == "index_add":
             raise RuntimeError(msg)
         raise IndexError(f"{fname}_(): {msg}" if fname == "index_copy" else msg)
-    return d, idx
 
 
 class IndexSelect(Op):

@@ -8,6 +8,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.compiler.traced import check
 from ember.ops._common import elementwise_op, public, quiet
 from ember.ops._promote import binary_args, cast, const, scalar
 from ember.ops.pointwise import NotDifferentiable, _lhs_tensor, where
@@ -24,7 +25,12 @@ def not_for(kernel: str, dt: _dtype.dtype) -> NotImplementedError:
 
 
 def _check_int_zero(b: Tensor) -> None:
-    if not b.dtype.is_floating_point and not np.all(b._data):
+    if not b.dtype.is_floating_point:
+        check(_no_zero, b._data)
+
+
+def _no_zero(a: np.ndarray) -> None:
+    if not np.all(a):
         raise RuntimeError("ZeroDivisionError")
 
 

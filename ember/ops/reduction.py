@@ -17,6 +17,7 @@ from ember import _dtype
 from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.compiler.traced import capturing
 from ember.ops.pointwise import DivScalar, where
 
 
@@ -189,7 +190,7 @@ class Prod(Op):
         g = unsqueeze_to(g, x.shape, dims, ctx.keepdim)
         out = unsqueeze_to(out, x.shape, dims, ctx.keepdim)
         zero = x._data == 0
-        if not zero.any():
+        if not capturing() and not zero.any():  # (ember.compile replays the general path)
             return g * out / x
         # With zeros, d prod / d x_k = prod of the others: nonzero only where a slice has at
         # most one zero. Written so that it stays differentiable (for gradgrad).

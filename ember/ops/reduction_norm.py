@@ -9,6 +9,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.compiler.traced import capturing
 from ember.ops.pointwise import where
 from ember.ops.reduction import norm_dims, numpy_aliases, unsqueeze_to
 
@@ -56,7 +57,7 @@ def norm_backward(x: Tensor, out: Tensor, g: Tensor, p: float, dims: tuple) -> T
     if p == 0:
         return (g * 0.0).expand(x.shape)
     if p == 2:
-        if np.all(out._data != 0):  # the common case: no masking needed
+        if not capturing() and np.all(out._data != 0):  # the common case: no masking needed
             return x * (g / out)
         return g * where(out == 0, 0.0, x / out)
     sign = Tensor._make(np.sign(x._data))

@@ -8,6 +8,7 @@ from ember._backend import add_at, xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import no_grad
+from ember.compiler.traced import capturing, check
 
 
 class Embedding(Op):
@@ -44,8 +45,10 @@ class EmbeddingDenseBackward(Op):
             rows = rows * keep[:, None].astype(g.dtype)
         ctx.indices, ctx.factor, ctx.keep, ctx.gshape = indices, factor, keep, g.shape
         out = np.zeros((num_weights, rows.shape[1]), dtype=g.dtype, like=g)
-        if idx.size and xp_of(g) is not np:
-            add_at(out, idx, rows)  # CuPy has no reduceat; its scatter-add is fast anyway
+        if idx.size and (xp_of(g) is not np or capturing()):
+            # CuPy has no reduceat, its scatter-add is fast anyway; ember.compile replays the
+            # scatter-add (np.unique's output size depends on the data)
+            add_at(out, idx, rows)
         elif idx.size:
             # Sort once and sum each run of equal indices (much faster than np.add.at).
             order = np.argsort(idx, kind="stable")
@@ -75,6 +78,11 @@ def _renorm_(weight: Tensor, indices: np.ndarray, max_norm: float, norm_type: fl
     weight._vc[0] += 1
 
 
+def _in_range(idx: np.ndarray, n: int) -> None:
+    if idx.min() < 0 or idx.max() >= n:
+        raise IndexError("index out of range in self")
+
+
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
               max_norm: float | None = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
@@ -92,8 +100,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
                            f"{input.type().replace('ember.', 'torch.')} instead (while checking "
                            "arguments for embedding)")
     idx = input._data
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise IndexError("index out of range in self")
+    if idx.size:
+        check(_in_range, idx, n)
     if max_norm is not None:
         with no_grad():
             _renorm_(weight, idx, max_norm, norm_type)
