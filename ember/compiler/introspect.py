@@ -34,7 +34,7 @@ def explain(fn):
 
     def run(*args, **kwargs) -> ExplainOutput:
         cf = CompiledFunction(*_compiled_target(fn))
-        _, roots = guards.signature(cf, args, kwargs)
+        _, _, roots = guards.signature(cf, args, kwargs)
         try:
             prog = build(cf, args, kwargs, roots)
         except GraphBreak as e:

@@ -79,12 +79,10 @@ class Program:
                 out.append(a if a.flags.c_contiguous else a.copy(order="C"))
         return out
 
-    def run(self, args, kwargs, roots):
+    def run(self, args, kwargs, leaves: list, roots: list):
         from ember._tensor import Tensor
         from ember.compiler.runtime import CompiledFunctionBackward, edge
 
-        leaves: list = []
-        _flatten((args, kwargs), leaves)
         inputs = leaves + [t for _, t in roots]
         states = [(g, g._bits.state) for g in self.generators] if self.generators else None
         outs, saved = self.forward(*[t._data for t in inputs])
@@ -138,14 +136,11 @@ class _Rerun:
 
 def build(cf, args, kwargs, roots) -> Program:
     """Capture ``cf.fn`` on these arguments and build its program (or raise GraphBreak)."""
-    why = guards.has_hooks(roots, guards.roots_of(guards.reached_objects(cf))[1])
+    why = guards.has_hooks(cf, roots)
     if why:
         raise GraphBreak(f"hooks run Python that a program cannot replay: {why}")
-    names = {}
-    for obj in guards.reached_objects(cf):
-        if hasattr(obj, "named_modules"):
-            for n, m in obj.named_modules():
-                names.setdefault(id(m), f"{n} ({type(m).__name__})" if n else type(m).__name__)
+    names = {id(m): f"{prefix[:-1]} ({type(m).__name__})" if prefix else type(m).__name__
+             for m, prefix, _, _ in cf.plan.modules}
     rec = Recorder(names)
     leaves: list = []
     spec = _flatten((args, kwargs), leaves)

@@ -46,14 +46,15 @@ class CompiledFunction:
         self.fullgraph = fullgraph
         self.owner = owner  # the module whose forward this is, for parameters and names
         self.cache: dict = {}
+        self.plan = None  # guards._Plan: the modules and optimizers it reaches, walked once
         self.recompiles = 0
         self.breaks: list = []  # reasons, for explain
 
     def __call__(self, *args, **kwargs):
-        key, roots = guards.signature(self, args, kwargs)
+        key, leaves, roots = guards.signature(self, args, kwargs)
         entry = self.cache.get(key)
-        if isinstance(entry, Program):
-            return entry.run(args, kwargs, roots)
+        if type(entry) is Program:
+            return entry.run(args, kwargs, leaves, roots)
         if entry is None:
             if len(self.cache) >= RECOMPILE_LIMIT:
                 return self._over_limit(args, kwargs)
@@ -62,7 +63,7 @@ class CompiledFunction:
         if entry is _WARMUP:
             entry = self._capture(key, args, kwargs, roots)
             if isinstance(entry, Program):
-                return entry.run(args, kwargs, roots)
+                return entry.run(args, kwargs, leaves, roots)
         return self.fn(*args, **kwargs)
 
     def _capture(self, key, args, kwargs, roots):
@@ -98,6 +99,7 @@ class CompiledFunction:
 
     def reset(self) -> None:
         self.cache.clear()
+        self.plan = None
         self.recompiles = 0
         self.breaks.clear()
 
