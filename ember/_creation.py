@@ -221,21 +221,21 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 # --- filled tensors ------------------------------------------------------------------------
 
 
-def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None,
+def zeros(*args, size=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros: ``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros([2, 3])``."""
     shape = parse_size(args, "zeros", size)
     return finish(np.zeros(shape, dtype_or(dtype).np), requires_grad, device)
 
 
-def ones(*args, size=None, out=None, dtype=None, layout=None, device=None,
+def ones(*args, size=None, dtype=None, layout=None, device=None,
          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A tensor of ones."""
     shape = parse_size(args, "ones", size)
     return finish(np.ones(shape, dtype_or(dtype).np), requires_grad, device)
 
 
-def empty(*args, size=None, out=None, dtype=None, layout=None, device=None,
+def empty(*args, size=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False, memory_format=None) -> Tensor:
     """An uninitialised tensor."""
     shape = parse_size(args, "empty", size)
@@ -246,7 +246,7 @@ def _fill_dtype(fill_value) -> _dtype.dtype:
     return _leaf_dtype(_number(fill_value))
 
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
+def full(size, fill_value, *, dtype=None, layout=None, device=None,
          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A tensor filled with ``fill_value``; the dtype follows the value when not given."""
     if not isinstance(size, list | tuple):
@@ -301,7 +301,7 @@ def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None
 # --- ranges --------------------------------------------------------------------------------
 
 
-def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+def arange(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` up to (not including) ``end``; length ``ceil((end-start)/step)``.
 
@@ -359,7 +359,7 @@ def _check_steps(steps, fname: str) -> int:
     return int(steps)
 
 
-def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None,
+def linspace(start, end, steps: int, *, dtype=None, layout=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     steps = _check_steps(steps, "linspace")
@@ -368,7 +368,7 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
     return finish(arr.astype(dt.np), requires_grad, device)
 
 
-def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None, layout=None,
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, layout=None,
              device=None, requires_grad: bool = False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
     steps = _check_steps(steps, "logspace")
@@ -377,7 +377,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None
     return finish(arr.astype(dt.np), requires_grad, device)
 
 
-def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None,
+def eye(n: int, m: int | None = None, *, dtype=None, layout=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """A 2-d tensor with ones on the diagonal."""
     if n < 0:

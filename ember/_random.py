@@ -258,7 +258,7 @@ def _standard_normal(g: Generator, shape: tuple, dt: _dtype.dtype, mean: float =
     return out.reshape(shape).astype(dt.np, copy=False)
 
 
-def rand(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
+def rand(*args, size=None, generator: Generator | None = None, dtype=None,
          layout=None, device=None, requires_grad: bool = False,
          pin_memory: bool = False) -> Tensor:
     """Uniform samples from [0, 1)."""
@@ -267,7 +267,7 @@ def rand(*args, size=None, generator: Generator | None = None, out=None, dtype=N
     return finish(_uniform(_gen(generator), shape, dt), requires_grad, device)
 
 
-def randn(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
+def randn(*args, size=None, generator: Generator | None = None, dtype=None,
           layout=None, device=None, requires_grad: bool = False,
           pin_memory: bool = False) -> Tensor:
     """Standard normal samples."""
@@ -285,7 +285,7 @@ def _randint_array(g, low, high, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
 
 
 def randint(*args, low=None, high=None, size=None, generator: Generator | None = None,
-            out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
+            dtype=None, layout=None, device=None, requires_grad: bool = False,
             pin_memory: bool = False) -> Tensor:
     """Integers from [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
     if low is not None:
@@ -309,7 +309,7 @@ def randint(*args, low=None, high=None, size=None, generator: Generator | None =
                   requires_grad, device)
 
 
-def randperm(n: int, *, generator: Generator | None = None, out=None, dtype=None, layout=None,
+def randperm(n: int, *, generator: Generator | None = None, dtype=None, layout=None,
              device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of ``0 .. n-1``."""
     n = int(_item(n))
@@ -401,7 +401,7 @@ def _check_std(std) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
 
-def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=None,
+def normal(mean, std=1.0, size=None, *, generator: Generator | None = None,
            dtype=None, layout=None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """Normal samples; torch's four forms:
@@ -447,8 +447,8 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=
     return _NormalFloatTensor.apply(std, sample=sample)
 
 
-def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None,
-              out=None) -> Tensor:
+def bernoulli(input: Tensor, p: float | None = None, *,
+              generator: Generator | None = None) -> Tensor:
     """0/1 samples: each element is 1 with probability ``input`` (or ``p`` when given)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "
