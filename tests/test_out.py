@@ -282,3 +282,18 @@ def test_out_keyword_only_where_torch_has_it():
     x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
     e = ember.matmul(ember.tensor(x), ember.tensor(x.T))
     assert_same(e, torch.matmul(torch.tensor(x), torch.tensor(x.T)))
+
+
+def test_warnings_point_at_the_callers_line():
+    """The out= wrapper adds a frame: the resize warning and the deprecations inside wrapped
+    functions still name the user's line."""
+    a = ember.eye(3) * 2
+    calls = [lambda: ember.add(a, a, out=ember.zeros(2)), lambda: ember.qr(a),
+             lambda: ember.cholesky(a), lambda: a.qr(),
+             lambda: ember.softmax(a, 0, out=ember.zeros(2))]
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert caught and all(w.filename == __file__ for w in caught), \
+            [(w.filename, str(w.message)[:40]) for w in caught]
