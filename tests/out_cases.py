@@ -99,6 +99,26 @@ _add(("float32",) * 3, svd="m.svd(F)")
 _add(None, zeros="m.zeros(2, 3)", ones="m.ones(2, 3)", full="m.full((2, 3), 2)",
      arange="m.arange(5)", linspace="m.linspace(0, 1, 5)", logspace="m.logspace(0, 2, 5)",
      eye="m.eye(3)")
+# torch.linalg and torch.special
+_add(None, **{f"linalg.{k}": f"m.linalg.{v}" for k, v in {
+    "cholesky": "cholesky(S)", "cross": "cross(F3, G3)", "det": "det(M)",
+    "eigvalsh": "eigvalsh(S)", "inv": "inv(M)", "matmul": "matmul(F, G.T)",
+    "matrix_norm": "matrix_norm(F)", "matrix_power": "matrix_power(M, 2)",
+    "matrix_rank": "matrix_rank(M)", "multi_dot": "multi_dot([F, G.T, M])", "norm": "norm(F)",
+    "pinv": "pinv(F)", "solve": "solve(M, F3)", "svdvals": "svdvals(F)",
+    "solve_triangular": "solve_triangular(M.triu(), F3, upper=True)", "vecdot": "vecdot(F, G)",
+    "vector_norm": "vector_norm(F)"}.items()})
+_add(("float32", "float32"), **{"linalg.eigh": "m.linalg.eigh(S)", "linalg.qr": "m.linalg.qr(F)",
+                                "linalg.slogdet": "m.linalg.slogdet(M)"})
+_add(("float32",) * 3, **{"linalg.svd": "m.linalg.svd(F, full_matrices=False)"})
+_add(None, **{f"special.{n}": f"m.special.{n}(Q)" for n in
+              "digamma entr erf erfc erfcx erfinv exp2 expit expm1 gammaln log1p log_ndtr logit "
+              "ndtr ndtri psi round sinc".split()})
+_add(None, **{"special.logsumexp": "m.special.logsumexp(F, 1)",
+              "special.multigammaln": "m.special.multigammaln(A, 1)",
+              "special.polygamma": "m.special.polygamma(1, P)",
+              "special.xlog1py": "m.special.xlog1py(F, P)",
+              "special.xlogy": "m.special.xlogy(F, P)"})
 RANDOM = {"empty": "m.empty(2, 3)", "rand": "m.rand(2, 3)", "randn": "m.randn(2, 3)",
           "randint": "m.randint(0, 5, (2, 3))", "randperm": "m.randperm(5)",
           "normal": "m.normal(F, P)", "bernoulli": "m.bernoulli(Q)",
@@ -108,4 +128,4 @@ _add(None, **RANDOM)
 
 def function_of(case: str) -> str:
     """The function a case calls (``max_all`` calls ``max``)."""
-    return CASES[case][0].split("(")[0].removeprefix("m.")
+    return CASES[case][0].split("(")[0].removeprefix("m.").replace(".", "_")

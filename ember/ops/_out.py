@@ -177,6 +177,28 @@ RULES: dict[str, Rule] = {
 RULES.update(amin=RULES["amax"], vdot=RULES["dot"], inner=RULES["tensordot"],
              nanquantile=RULES["quantile"], bucketize=RULES["searchsorted"])
 
+# ember.linalg and ember.special: their own rules (linalg.cholesky is not torch.cholesky); in
+# the tables below their names carry a "linalg_" / "special_" prefix, as torch's aten ops do.
+LINALG_RULES = {
+    **_rules("cholesky cross det eigh eigvalsh inv matmul qr slogdet solve svd svdvals "
+             "vector_norm", Rule(SAME, fields=_EXACT)),
+    **{n: Rule(_same(f"linalg.{n} expected out tensor dtype {{R}} but got: {{O}}"))
+       for n in ("norm", "matrix_norm")},
+    "matrix_power": RULES["matrix_power"],
+    "matrix_rank": Rule(("cast", RuntimeError, "torch.linalg.matrix_rank: Expected result to be "
+                                               "safely castable from {R} dtype, but got result "
+                                               "with dtype {O}")),
+    "pinv": Rule(_castable("linalg.pinv")),
+    "multi_dot": Rule(_same("multi_dot(): expected out tensor to have dtype {r} but got {o}")),
+    "solve_triangular": Rule(_same("expected scalar type {R} but found {O}")),
+    "vecdot": Rule(_same("linalg.vecdot: Expected out of dtype{R} but found {O}")),
+}
+SPECIAL_RULES = {
+    **_rules("digamma entr erf erfc erfcx erfinv exp2 expit expm1 gammaln log1p log_ndtr logit "
+             "ndtr ndtri psi sinc polygamma xlog1py xlogy", Rule(CAST)),
+    "round": Rule(FOUND), "logsumexp": RULES["logsumexp"], "multigammaln": RULES["mvlgamma"],
+}
+
 # Autograd: most functions refuse inputs or out that require grad, under the name of the aten
 # op that runs (torch.divide -> "div(): ..."). Non-differentiable ones do not check; torch's
 # composites (softmax, inner, quantile, ...) compute and then copy into out, so a gradient
@@ -193,20 +215,30 @@ ATEN = {
     "slogdet": "_linalg_slogdet", "svd": "_linalg_svd", "take_along_dim": "gather",
     **dict.fromkeys("concat concatenate hstack vstack row_stack dstack column_stack".split(),
                     "cat"),
+    "linalg_cholesky": "linalg_cholesky_ex", "linalg_det": "_linalg_det",
+    "linalg_eigh": "_linalg_eigh", "linalg_eigvalsh": "_linalg_eigh", "linalg_inv": "linalg_inv_ex",
+    "linalg_matmul": "matmul", "linalg_matrix_power": "matmul", "linalg_multi_dot": "mm",
+    "linalg_slogdet": "_linalg_slogdet", "linalg_solve": "_linalg_solve_ex",
+    "linalg_svd": "_linalg_svd", "linalg_svdvals": "_linalg_svd", "linalg_vecdot": "sum",
+    "special_expit": "sigmoid", "special_gammaln": "lgamma", "special_psi": "digamma",
+    "special_multigammaln": "mvlgamma",
+    **{f"special_{n}": n for n in "digamma erf erfc erfinv exp2 expm1 log1p logit round sinc "
+                                  "logsumexp polygamma xlogy".split()},
 }
 NOT_DIFFERENTIABLE = frozenset(
     "argmax argmin bucketize searchsorted eq ne not_equal ge greater_equal gt greater le "
     "less_equal lt less histc logical_and logical_or logical_xor logical_not signbit isneginf "
-    "isposinf multinomial all any nonzero".split())
+    "isposinf multinomial all any nonzero linalg_matrix_rank".split())
 COPIED = frozenset("inner tensordot quantile nanquantile softmax log_softmax diag floor_divide "
-                   "heaviside".split())
+                   "heaviside linalg_norm linalg_matrix_norm special_ndtr".split())
 # Overlap of out with an input: refused partly (TensorIterator ops), even fully (torch's
 # assert_no_overlap: cat, gather, ...), or not checked (reductions, BLAS, linalg, composites).
 UNCHECKED = frozenset(
     "all any amax amin sum prod mean nansum nanmean var std norm logsumexp cummax cummin diff "
     "histc quantile nanquantile mm mv bmm dot vdot matmul addmm addmv inner tensordot "
     "matrix_power cholesky inverse qr svd slogdet mvlgamma diag tril triu softmax "
-    "log_softmax".split())
+    "log_softmax special_logsumexp special_multigammaln special_ndtr".split()
+    + [f"linalg_{n}" for n in LINALG_RULES if n != "cross"])
 NO_ALIAS = frozenset("cat concat concatenate stack hstack vstack row_stack dstack column_stack "
                      "gather index_select masked_select take take_along_dim".split())
 # Resized without a warning (factories, and a few kernels that resize directly).
@@ -375,8 +407,9 @@ def with_out(fn, name: str, rule: Rule):
     return call
 
 
-def add_out(namespace: dict) -> None:
-    """Give every function of ``namespace`` named in ``RULES`` its ``out=``."""
-    for name, rule in RULES.items():
+def add_out(namespace: dict, rules: dict = RULES, prefix: str = "") -> None:
+    """Give every function of ``namespace`` named in ``rules`` its ``out=`` (``prefix``:
+    ``"linalg_"`` for ember.linalg's, ...)."""
+    for name, rule in rules.items():
         if name in namespace:
-            namespace[name] = with_out(namespace[name], name, rule)
+            namespace[name] = with_out(namespace[name], prefix + name, rule)
