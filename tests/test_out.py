@@ -339,3 +339,26 @@ def test_out_on_exactly_the_functions_that_take_it_in_torch():
         assert names & set(rules) == names & torch_out[ns], ns
         for name in names & set(rules):
             assert getattr(getattr(mod, name), "__wrapped__", None) is not None, name
+
+
+@pytest.mark.skipif(not (ember.cuda.is_available() and torch.cuda.is_available()),
+                    reason="needs a GPU that both CuPy and torch see")
+def test_out_on_cuda():
+    """Written in place on the device, resized there, multi-output and factories too."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    results = []
+    for m in (ember, torch):
+        a = m.tensor(x, device="cuda")
+        y, z, v, i = (m.empty(0, device="cuda") for _ in range(4))
+        i = i.long()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m.matmul(a, a.T, out=y)
+            m.add(a, 1, out=z)
+            m.max(a, 1, out=(v, i))
+            s = m.sum(a, 1, out=m.zeros(3, dtype=m.float64, device="cuda"))
+            r = m.arange(5, out=m.zeros(2, device="cuda"))
+        assert str(y.device).startswith("cuda") and str(s.device).startswith("cuda")
+        results.append([t.cpu().numpy() for t in (y, z, v, i, s, r)])
+    for e, t in zip(*results):
+        np.testing.assert_allclose(e, t, rtol=1e-6)
