@@ -11,7 +11,7 @@ program sees torch's random numbers throughout.
 
 from __future__ import annotations
 
-import ast
+import struct
 
 import numpy as np
 
@@ -19,6 +19,24 @@ from ember.compiler import traced
 
 _DEFAULT_SEED = 67280421310721  # torch's default initial seed
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
+_N = 624  # MT19937's state words
+
+# torch's CPUGeneratorImplState, byte for byte (x86-64 layout, little-endian): the legacy
+# THGeneratorState (seed, left, seeded, next, 624 state words widened to uint64, then the
+# Box-Muller cache as normal_x, normal_y, normal_rho, normal_is_valid), then the float cache.
+_STATE_SIZE = 5056
+_HEAD = struct.Struct("<QiiQ")  # the_initial_seed, left, seeded, next
+_WORDS = slice(24, 24 + 8 * _N)
+_NORMAL = struct.Struct("<dddi")  # at 5016
+_FLOAT = struct.Struct("<f?")  # at 5048
+
+
+def _temper(y: np.ndarray) -> np.ndarray:
+    """MT19937's output transform of raw state words (uint64 arrays holding 32-bit values)."""
+    y = y ^ (y >> np.uint64(11))
+    y = y ^ ((y << np.uint64(7)) & np.uint64(0x9D2C5680))
+    y = y ^ ((y << np.uint64(15)) & np.uint64(0xEFC60000))
+    return y ^ (y >> np.uint64(18))
 
 
 class Generator:
@@ -43,6 +61,10 @@ class Generator:
         self._bits = np.random.MT19937(0)
         self._bits._legacy_seeding(self._seed & 0xFFFF_FFFF)  # std::mt19937(seed) seeding
         self._next_normal = None  # torch caches the second Box-Muller value
+        self._next_float_normal = None  # torch's float cache: kept in the state, never drawn
+        # torch's (next, left) while they differ from NumPy's position: after seeding (0, 1),
+        # or a torch state whose next words are read before the next regeneration.
+        self._prefix = (0, 1)
         return self
 
     def seed(self) -> int:
@@ -55,36 +77,80 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The generator state as a uint8 tensor (restore it with ``set_state``)."""
+        """The state as torch's: a uint8 tensor of 5056 bytes in torch's CPU generator layout,
+        so that torch.set_rng_state takes it (and ``set_state`` takes torch's)."""
         from ember._tensor import Tensor
 
-        st = self._bits.state
-        state = (self._seed, st["state"]["key"].tolist(), st["state"]["pos"], self._next_normal)
-        return Tensor._make(np.frombuffer(repr(state).encode(), dtype=np.uint8).copy())
+        st = self._bits.state["state"]
+        nxt, left = self._prefix if self._prefix is not None else (st["pos"], _N + 1 - st["pos"])
+        buf = np.zeros(_STATE_SIZE, np.uint8)
+        _HEAD.pack_into(buf, 0, self._seed, left, 1, nxt)
+        buf[_WORDS] = st["key"].astype("<u8").view(np.uint8)
+        if self._next_normal is not None:
+            _NORMAL.pack_into(buf, 5016, 0.0, self._next_normal, 0.0, 1)
+        if self._next_float_normal is not None:
+            _FLOAT.pack_into(buf, 5048, self._next_float_normal, True)
+        return Tensor._make(buf)
 
     def set_state(self, new_state) -> Generator:
+        """Restore a state from ``get_state`` or from torch, checked as torch checks it."""
         from ember._tensor import Tensor
 
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
-        if new_state._data.dtype != np.uint8:
+        data = new_state._data
+        if not isinstance(data, np.ndarray) or data.dtype != np.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
-        try:
-            seed, key, pos, cached = ast.literal_eval(new_state._data.tobytes().decode())
-            bits = np.random.MT19937(0)
-            bits.state = {"bit_generator": "MT19937",
-                          "state": {"key": np.array(key, dtype=np.uint32), "pos": pos}}
-        except (ValueError, SyntaxError, TypeError, KeyError, UnicodeDecodeError):
-            raise RuntimeError("Invalid generator state: not one made by get_state()") from None
-        self._seed, self._bits, self._next_normal = seed, bits, cached
+        if data.size != _STATE_SIZE:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_SIZE} but "
+                               f"found the input RNG state size to be {data.size}")
+        buf = np.ascontiguousarray(data).reshape(-1)
+        seed, left, seeded, nxt = _HEAD.unpack_from(buf, 0)
+        nxt &= 0xFFFF_FFFF  # torch keeps next as a uint32
+        # torch's is_valid(); ember also refuses a state whose reads would run past the 624
+        # words before the next regeneration (torch then reads the memory behind them).
+        if not seeded or not 0 < left <= _N or nxt > _N or (left > 1 and nxt + left - 1 > _N):
+            raise RuntimeError("Invalid mt19937 state")
+        words = buf[_WORDS].view("<u8").astype(np.uint32)  # torch copies into 32-bit words
+        in_step = nxt == _N + 1 - left  # NumPy's single position can say where torch reads
+        bits = np.random.MT19937(0)
+        bits.state = {"bit_generator": "MT19937",
+                      "state": {"key": words, "pos": nxt if in_step else _N}}
+        _, normal, _, normal_valid = _NORMAL.unpack_from(buf, 5016)
+        flt, flt_valid = _FLOAT.unpack_from(buf, 5048)
+        self._seed, self._bits = seed, bits
+        self._prefix = None if in_step else (nxt, left)
+        self._next_normal = normal if normal_valid else None
+        self._next_float_normal = flt if flt_valid else None
         return self
+
+    def _snapshot(self) -> tuple:
+        """Everything a draw changes (ember.compile puts it back after a capture run)."""
+        return (self._bits.state, self._prefix, self._next_normal, self._next_float_normal)
+
+    def _restore(self, snap: tuple) -> None:
+        self._bits.state, self._prefix, self._next_normal, self._next_float_normal = snap
 
     # --- torch's transforms of the raw 32-bit stream -----------------------------------------
     def _raw(self, n: int) -> np.ndarray:
         rec = traced.ACTIVE[0]  # under ember.compile's capture: a draw the program repeats
         if rec is not None:
             return rec.random(self, "_raw", n)
+        if self._prefix is not None:
+            return self._raw_prefixed(n)
         return self._bits.random_raw(n).astype(np.uint64)
+
+    def _raw_prefixed(self, n: int) -> np.ndarray:
+        """Draws while torch's (next, left) are not NumPy's position: the words torch reads
+        before its next regeneration, then NumPy's stream (which regenerates first)."""
+        nxt, left = self._prefix
+        k = min(n, left - 1)
+        head = _temper(self._bits.state["state"]["key"][nxt:nxt + k].astype(np.uint64))
+        self._prefix = (nxt + k, left - k)
+        if n == k:
+            return head
+        self._prefix = None
+        return np.concatenate([head, self._bits.random_raw(n - k).astype(np.uint64)])
 
     def _raw64(self, n: int) -> np.ndarray:
         x = self._raw(2 * n)
@@ -263,7 +329,7 @@ def _standard_normal(g: Generator, shape: tuple, dt: _dtype.dtype, mean: float =
     return out.reshape(shape).astype(dt.np, copy=False)
 
 
-def rand(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
+def rand(*args, size=None, generator: Generator | None = None, dtype=None,
          layout=None, device=None, requires_grad: bool = False,
          pin_memory: bool = False) -> Tensor:
     """Uniform samples from [0, 1)."""
@@ -272,7 +338,7 @@ def rand(*args, size=None, generator: Generator | None = None, out=None, dtype=N
     return finish(_uniform(_gen(generator), shape, dt), requires_grad, device)
 
 
-def randn(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
+def randn(*args, size=None, generator: Generator | None = None, dtype=None,
           layout=None, device=None, requires_grad: bool = False,
           pin_memory: bool = False) -> Tensor:
     """Standard normal samples."""
@@ -290,7 +356,7 @@ def _randint_array(g, low, high, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
 
 
 def randint(*args, low=None, high=None, size=None, generator: Generator | None = None,
-            out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
+            dtype=None, layout=None, device=None, requires_grad: bool = False,
             pin_memory: bool = False) -> Tensor:
     """Integers from [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
     if low is not None:
@@ -314,7 +380,7 @@ def randint(*args, low=None, high=None, size=None, generator: Generator | None =
                   requires_grad, device)
 
 
-def randperm(n: int, *, generator: Generator | None = None, out=None, dtype=None, layout=None,
+def randperm(n: int, *, generator: Generator | None = None, dtype=None, layout=None,
              device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of ``0 .. n-1``."""
     n = int(_item(n))
@@ -406,7 +472,7 @@ def _check_std(std) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
 
-def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=None,
+def normal(mean, std=1.0, size=None, *, generator: Generator | None = None,
            dtype=None, layout=None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """Normal samples; torch's four forms:
@@ -452,8 +518,8 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=
     return _NormalFloatTensor.apply(std, sample=sample)
 
 
-def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None,
-              out=None) -> Tensor:
+def bernoulli(input: Tensor, p: float | None = None, *,
+              generator: Generator | None = None) -> Tensor:
     """0/1 samples: each element is 1 with probability ``input`` (or ``p`` when given)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "

@@ -348,7 +348,7 @@ class Tensor(TensorCasts):
         return t
 
     def detach_(self) -> Tensor:
-        if self._base is not None and self._grad_fn is not None:
+        if self._base is not None:  # any view, as in torch, with or without history
             raise RuntimeError(_DETACH_VIEW)
         self._grad_fn = None
         self._rg = False

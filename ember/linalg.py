@@ -344,4 +344,7 @@ def multi_dot(tensors) -> Tensor:
 
 
 from ember._linalg_decomp import cholesky, eigh, eigvalsh, qr, svd, svdvals  # noqa: E402
+from ember.ops._out import LINALG_RULES, add_out  # noqa: E402
 from ember.ops.linalg_extra import linalg_cross as cross  # noqa: E402
+
+add_out(globals(), LINALG_RULES, "linalg_")  # out= as in torch.linalg

@@ -228,7 +228,7 @@ class Recorder:
         """A draw from one of ember's generators (``generator.<method>(n)``, run here outside
         the capture): replayed as the same draw, so the stream advances as in eager runs."""
         if id(generator) not in self.generators:
-            self.generators[id(generator)] = (generator, generator._bits.state)
+            self.generators[id(generator)] = (generator, generator._snapshot())
         traced.ACTIVE[0] = None
         try:
             result = getattr(generator, method)(n)
@@ -245,7 +245,7 @@ class Recorder:
         for arr, copy in self.snapshots.values():
             np.copyto(arr, copy)
         for gen, state in self.generators.values():
-            gen._bits.state = state
+            gen._restore(state)
 
     # --- where am I -------------------------------------------------------------------------
     def where(self) -> str:

@@ -84,7 +84,7 @@ class Program:
         from ember.compiler.runtime import CompiledFunctionBackward, edge
 
         inputs = leaves + [t for _, t in roots]
-        states = [(g, g._bits.state) for g in self.generators] if self.generators else None
+        states = [(g, g._snapshot()) for g in self.generators] if self.generators else None
         outs, saved = self.forward(*[t._data for t in inputs])
         for i in self.written:
             inputs[i]._vc[0] += 1
@@ -120,16 +120,16 @@ class _Rerun:
     def __call__(self, grads):
         from ember.autograd import grad
 
-        now = [(g, g._bits.state) for g, _ in self.states] if self.states else []
+        now = [(g, g._snapshot()) for g, _ in self.states] if self.states else []
         for g, state in self.states or ():
-            g._bits.state = state
+            g._restore(state)
         try:
             with enable_grad():
                 leaves: list = []
                 _flatten(self.program.cf.fn(*self.args, **self.kwargs), leaves)
         finally:
             for g, state in now:
-                g._bits.state = state
+                g._restore(state)
         outs = [leaves[i] for i in self.program.diff_outputs]
         return grad(outs, self.diff_in, grads, create_graph=True, allow_unused=True)
 

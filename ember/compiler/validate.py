@@ -33,13 +33,13 @@ class _Saved:
 
     def __init__(self, arrays: list, generators: list) -> None:
         self.copies = [(a, a.copy()) for a in arrays]
-        self.states = [(g, g._bits.state) for g in generators]
+        self.states = [(g, g._snapshot()) for g in generators]
 
     def restore(self) -> None:
         for a, c in self.copies:
             np.copyto(a, c)
         for g, s in self.states:
-            g._bits.state = s
+            g._restore(s)
 
 
 def _eager(prog, spec, inputs) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
+from ember._dtype import check_int
 from ember._tensor import WRAPPED_NUMBER, Tensor
 
 _NUMBER = (int, float, bool, np.number, np.bool_)
@@ -20,6 +21,7 @@ def const(value, dt: _dtype.dtype) -> Tensor:
 
 def _wrapped(value, np_dtype) -> np.ndarray:
     """``value`` as a 0-d array; an int outside the dtype's range wraps around, as in torch."""
+    check_int(value)
     try:
         return np.array(value, dtype=np_dtype)
     except OverflowError:
@@ -76,6 +78,8 @@ def binary_args(a, b, float_result: bool = False):
             dt = _dtype.get_default_dtype()
         return cast(a, dt), cast(b, dt)
     if (tb is float or tb is int) and ad.kind == "f":
+        if tb is int:
+            check_int(b)
         w = Tensor._make(np.array(b, dtype=ad))
         w._aux = WRAPPED_NUMBER
         return a, w

@@ -129,11 +129,13 @@ class ZeroAt(Op):
 
 
 def _index_array(k):
-    """An index given as a tensor / list / array, as an int64 or bool array (or None: an int)."""
+    """An index given as a tensor / list / tuple / range / array, as an int64 or bool array."""
     if isinstance(k, Tensor):
         a = k._data
     elif isinstance(k, np.ndarray):
         a = k
+    elif isinstance(k, range):  # x[range(n), target], the nn tutorial's nll
+        a = np.arange(k.start, k.stop, k.step, dtype=np.int64)
     else:
         flat = [x.item() if isinstance(x, Tensor) else x for x in k]
         a = np.asarray(flat) if flat else np.zeros(0, np.int64)
@@ -148,8 +150,8 @@ def _index_array(k):
 
 def _as_tuple(key) -> tuple:
     if type(key) is list and len(key) < 32 and any(
-            k is None or k is Ellipsis or isinstance(k, list | tuple | slice | Tensor | np.ndarray)
-            for k in key):
+            k is None or k is Ellipsis or
+            isinstance(k, list | tuple | range | slice | Tensor | np.ndarray) for k in key):
         warnings.warn(
             "Using a non-tuple sequence for multidimensional indexing is deprecated and will be "
             "changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this "
@@ -169,7 +171,7 @@ def _items(key: tuple) -> tuple:
         elif isinstance(k, int | np.integer):
             items.append(int(k))
             used += 1
-        elif isinstance(k, Tensor | np.ndarray | list | tuple):
+        elif isinstance(k, Tensor | np.ndarray | list | tuple | range):
             a = _index_array(k)
             if a.ndim == 0:
                 items.append(bool(a) if a.dtype == np.bool_ else int(a))

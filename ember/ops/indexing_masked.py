@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember import _dtype
 from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
@@ -65,6 +66,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.ndim} dimension(s).")
         return MaskedFillTensor.apply(x, cast(value, x.dtype), mask=m)
+    _dtype.check_int64(value, x.dtype)
     return MaskedFill.apply(x, mask=m, value=value)
 
 

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from ember import _dtype
 from ember._backend import add_at, ufunc_method
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
@@ -377,6 +378,7 @@ def index_fill(x: Tensor, dim: int, index: Tensor, value) -> Tensor:
             raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.ndim} dimension(s).")
         return IndexFillTensor.apply(x, cast(value, x.dtype), index=idx, dim=d)
+    _dtype.check_int64(value, x.dtype)
     return IndexFill.apply(x, index=idx, dim=d, value=value)
 
 

@@ -213,6 +213,7 @@ def fill_(x: Tensor, value) -> Tensor:
         if STATE.enabled and (value._rg or x._rg):
             return apply_inplace(x, FillT.apply, value)
         value = value._data
+    _dtype.check_int64(value, x.dtype)
     return write_values(x, scalar(value, x._data.dtype))
 
 

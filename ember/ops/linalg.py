@@ -403,7 +403,7 @@ def inner(a: Tensor, b: Tensor) -> Tensor:
     return tensordot(a, b, ([-1], [-1]))
 
 
-def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """Contract ``dims`` (a count, or two lists of dims) of ``a`` with those of ``b``."""
     if isinstance(dims, int):
         if dims < 0:

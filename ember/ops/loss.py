@@ -170,8 +170,11 @@ class BinaryCrossEntropy(Op):
 
     @staticmethod
     def forward(ctx, x, t, weight=None, reduction="mean"):
-        if ((x < 0) | (x > 1)).any():
+        # Written so that NaN fails too, as torch's check does.
+        if not ((x >= 0) & (x <= 1)).all():
             raise RuntimeError("all elements of input should be between 0 and 1")
+        if not ((t >= 0) & (t <= 1)).all():
+            raise RuntimeError("all elements of target should be between 0 and 1")
         ctx.reduction, ctx.n, ctx.weight = reduction, x.size, weight
         with np.errstate(divide="ignore"):
             loss = (t - 1) * np.maximum(np.log1p(-x), -100) - t * np.maximum(np.log(x), -100)

@@ -15,7 +15,7 @@ from ember._backend import device_of, to_device
 from ember._tensor import Tensor
 from ember.autograd.function import Op, OpNode
 from ember.ops._common import elementwise_op, float_unary, keep_where, quiet
-from ember.ops._promote import binary_args, scalar
+from ember.ops._promote import binary_args, check_broadcast, scalar
 
 
 class ToCopy(Op):
@@ -235,6 +235,7 @@ Neg = elementwise_op("Neg", np.negative, lambda g: -g)
 
 
 def _check_alpha(a: Tensor, alpha) -> None:
+    _dtype.check_int64(alpha, a.dtype)
     if alpha != 1 and not a.dtype.is_floating_point:
         if isinstance(alpha, float):
             raise RuntimeError("For integral input tensors, argument alpha must not be a floating"
@@ -435,13 +436,19 @@ def where(condition: Tensor, input=None, other=None) -> Tensor:
 
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {_CNAME[_dtype.from_numpy_dtype(cond.dtype).name]}")
+    shape = cond.shape
+    for t in (input, other):  # torch's order: the shape so far is "tensor a"
+        if isinstance(t, Tensor) and t._data.shape != shape:
+            check_broadcast(shape, t._data.shape)
+            shape = np.broadcast_shapes(shape, t._data.shape)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         dt = _dtype.result_type((), (input, other))
         a, b = Tensor._make(np.array(input, dt.np)), Tensor._make(np.array(other, dt.np))
     else:
         a, b = _lhs_tensor(input, other)
         a, b = binary_args(a, b)
-    shape = np.broadcast_shapes(cond.shape, a._data.shape, b._data.shape)
+    for v in (input, other):
+        _dtype.check_int64(v, a.dtype)
     if cond.shape != shape:
         cond = np.broadcast_to(cond, shape)
     return Where.apply(a, b, cond=cond)

@@ -359,6 +359,8 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         hi = cast(max, dt) if max is not None else const(0, dt)
         return ClampT.apply(x, lo, hi, has_lo=min is not None, has_hi=max is not None)
     dt = _dtype.result_type((x,), tuple(v for v in (min, max) if v is not None))
+    for v in (min, max):
+        _dtype.check_int64(v, dt)
     # torch records ClampBackward1 for clamp(min=...) and clamp(max=...) alike.
     return Clamp.apply(cast(x, dt), lo=min, hi=max)
 

@@ -133,9 +133,12 @@ class MeanDim(Mean):
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     dt = _dtype.to_dtype(dtype) if dtype is not None else x.dtype
     if not dt.is_floating_point:
+        from ember.ops.pointwise_more import _CNAME
+
+        which = "Optional" if dtype is not None else "Input"
         raise RuntimeError(
-            "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {x.dtype.name.capitalize()}")
+            f"mean(): could not infer output dtype. {which} dtype must be either a floating point "
+            f"or complex dtype. Got: {_CNAME[dt.name]}")
     if dim is None:
         return Mean.apply(x, dims=None, keepdim=False, dtype=dt)
     return MeanDim.apply(x, dims=norm_dims(dim, x.ndim), keepdim=keepdim, dtype=dt)

@@ -86,8 +86,10 @@ class MinDim(_ExtremeDim):
 
 def _empty_error(name: str, x: Tensor, exc=RuntimeError) -> None:
     if x._data.size == 0:
-        raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
-                  "Specify the reduction dim with the 'dim' argument.")
+        hint = "" if exc is IndexError else \
+            " Specify the reduction dim with the 'dim' argument."  # argmax/argmin have none
+        raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+                  + hint)
 
 
 def _check_dim_size(name: str, x: Tensor, d: int) -> None:

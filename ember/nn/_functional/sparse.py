@@ -94,6 +94,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         padding_idx = padding_idx % n
     else:
         padding_idx = -1
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
     if input.dtype.is_floating_point or input.dtype.name not in ("int64", "int32"):
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
                            "following scalar types: Long, Int; but got "
