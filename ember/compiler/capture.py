@@ -132,8 +132,13 @@ class Recorder:
         return res
 
     def fresh(self, arr) -> Traced:
-        """An array the captured code made from Python data (``np.array([...])``): in the
-        program, a copy of a constant, so that whatever is done to it is recorded."""
+        """An array the captured code made from Python data (``np.array([...])``), handed
+        out Traced so that what is done to it is recorded. A scalar stays a constant (a write
+        into it is a graph break); a table is, in the program, a copy of a constant, so that
+        writes into it are replayed on a new copy each time."""
+        if arr.size <= 1:
+            const = self.value_of(arr.copy())
+            return self._register(arr.view(Traced), const)
         const = self.value_of(arr.copy())
         v = Value(self._new_name("table"), arr.shape, arr.dtype)
         v.storage = v

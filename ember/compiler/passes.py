@@ -6,7 +6,7 @@ autograd graph used (masks, copies, metadata), and a program needs none of them.
 
 from __future__ import annotations
 
-from ember.compiler.ir import Graph
+from ember.compiler.ir import Graph, Value
 
 
 def prune(graph: Graph, saved: tuple) -> None:
@@ -35,3 +35,40 @@ def prune(graph: Graph, saved: tuple) -> None:
                 need(v)
     kept.reverse()
     graph.nodes[:] = kept
+
+
+def reuse_dead_inputs(graph: Graph, keep: tuple) -> int:
+    """Elementwise calls write into an input that dies at that call (``relu = np.maximum(a, 0,
+    out=(a,))``): no allocation, and the memory is still in cache. Safe when the input is an
+    array the program allocated, of the output's shape and dtype, that nothing reads later —
+    neither it nor any view of it — and that the program does not return or save; not 0-d
+    (a reduction hands back a NumPy scalar there, which cannot be written). Returns how many
+    calls were rewritten."""
+    kept = {id(v) for v in keep if v is not None}
+    made = {id(v) for n in graph.nodes for v in n.outputs}  # not the (saved) placeholders
+    last: dict = {}  # id(root) -> index of the last node reading the root or a view of it
+    for i, node in enumerate(graph.nodes):
+        for v in (*node.inputs(), *node.writes):
+            last[id(v.root())] = i
+    for v in keep:
+        if v is not None:
+            last[id(v.root())] = len(graph.nodes)
+    done = 0
+    for i, node in enumerate(graph.nodes):
+        if node.kind[0] != "ufunc" or node.kind[2] != "__call__" or node.kwargs \
+                or len(node.outputs) != 1 or node.writes:
+            continue
+        out = node.outputs[0]
+        for v in node.args:
+            if (isinstance(v, Value) and id(v) in made and v.storage is v and v.shape
+                    and id(v) not in kept and last.get(id(v)) == i
+                    and v.shape == out.shape and v.dtype == out.dtype
+                    and sum(a is v for a in node.args) == 1):
+                node.kwargs = {"out": (v,)}
+                node.writes = (v,)
+                out.storage = v
+                last[id(v)] = max((j for j, n in enumerate(graph.nodes) if out in n.inputs()),
+                                  default=i)
+                done += 1
+                break
+    return done

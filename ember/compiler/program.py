@@ -166,10 +166,12 @@ def build(cf, args, kwargs, roots) -> Program:
     meta["generators"] = [g for g, _ in rec.generators.values()]
     fw_graph, bw_graph, saved = meta.pop("graphs")
     passes.prune(fw_graph, saved)
+    passes.reuse_dead_inputs(fw_graph, (*fw_graph.outputs, *saved))
     forward, fw_source = compile_graph(fw_graph, "forward", saved)
     backward = bw_source = None
     if bw_graph is not None:
         passes.prune(bw_graph, ())
+        passes.reuse_dead_inputs(bw_graph, tuple(bw_graph.outputs))
         backward, bw_source = compile_graph(bw_graph, "backward")
     prog = Program(cf, forward, fw_source, backward, bw_source, meta)
     prog.n_ops = len(fw_graph.nodes) + (len(bw_graph.nodes) if bw_graph else 0)
