@@ -42,7 +42,9 @@ class Recorder:
     def _new_name(self, hint: str) -> str:
         n = self.names.get(hint, 0)
         self.names[hint] = n + 1
-        return f"{hint}{n}" if n or hint[-1].isdigit() or hint in _RESERVED else hint
+        if hint[-1].isdigit():
+            return f"{hint}_{n}" if n else hint
+        return f"{hint}{n}" if n or hint in _RESERVED else hint
 
     def placeholder(self, array, hint: str) -> Traced:
         """A program input: returns the Traced view the captured code computes with."""
