@@ -317,3 +317,22 @@ def test_seeded_training_compiled_equals_eager(kind):
     np.testing.assert_allclose(cl, el, rtol=1e-5, atol=1e-6)
     for a, b in zip(cp, ep):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_results_of_earlier_calls_are_never_overwritten():
+    """Intermediates live in buffers the program keeps between calls; what a call returns
+    or saves for backward never does."""
+    w = ember.randn(6, 6, requires_grad=True)
+    f = ember.compile(lambda x: ((x @ w).relu() * 2 + 1).tanh())
+    xs = [ember.randn(4, 6) for _ in range(4)]
+    outs = [f(x) for x in xs]
+    for x, out in zip(xs, outs):
+        np.testing.assert_array_equal(out.detach().numpy(),
+                                      ((x @ w).relu() * 2 + 1).tanh().detach().numpy())
+    for out in outs[1:]:
+        out.sum().backward()  # each backward reads its own call's saved values
+    g = w.grad.numpy().copy()
+    w.grad = None
+    for x in xs[1:]:
+        ((x @ w).relu() * 2 + 1).tanh().sum().backward()
+    np.testing.assert_allclose(g, w.grad.numpy(), rtol=1e-6)

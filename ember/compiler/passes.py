@@ -1,10 +1,15 @@
-"""Passes over a program before code generation.
+"""Passes over a program before code generation, in this order.
 
 ``prune`` drops calls whose results nothing needs: the eager run computed things only its own
 autograd graph used (masks, copies, metadata), and a program needs none of them.
+``reuse_dead_inputs`` makes elementwise calls write into an input that dies there.
+``persistent_buffers`` gives the remaining intermediates memory that lives with the program.
+(Values no longer needed are deleted as soon as they die: that is ``codegen``'s job.)
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ember.compiler.ir import Graph, Value
 
@@ -71,4 +76,34 @@ def reuse_dead_inputs(graph: Graph, keep: tuple) -> int:
                                   default=i)
                 done += 1
                 break
+    return done
+
+
+def persistent_buffers(graph: Graph, keep: tuple) -> int:
+    """Intermediates that die inside the program (not returned, not saved, no view of them
+    kept) get a buffer of their own that lives with the program: the elementwise call writes
+    into it with ``out=``, an allocation becomes that buffer. Every replay then reuses the
+    same memory (already mapped, often still in cache) instead of allocating. Returns how
+    many values got one."""
+    kept_roots = {id(v.root()) for v in keep if v is not None}
+    done = 0
+    for node in graph.nodes:
+        if len(node.outputs) != 1 or node.writes:
+            continue
+        v = node.outputs[0]
+        fresh_call = node.kind[0] == "ufunc" and node.kind[2] == "__call__" and not node.kwargs
+        allocation = node.kind == ("function", np.empty)
+        if not (fresh_call or allocation) or v.storage is not v or not v.shape \
+                or id(v) in kept_roots or v.dtype is None:
+            continue
+        buf = Value(f"scratch_{v.name}", v.shape, v.dtype, kind="constant",
+                    const=np.empty(v.shape, v.dtype))
+        buf.storage = buf
+        if allocation:
+            node.kind, node.args, node.kwargs = ("alias",), (buf,), {}
+        else:
+            node.kwargs = {"out": (buf,)}
+        node.writes = (buf,)
+        v.storage = buf
+        done += 1
     return done

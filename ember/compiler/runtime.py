@@ -117,8 +117,7 @@ class CompiledFunctionBackward(Node):
             raise RuntimeError(SECOND_BACKWARD)
         if STATE.enabled:  # create_graph: differentiate the region eagerly instead
             return self.rerun(grads)
-        arrays = self.program.upstream(grads)
-        res = self.program.backward(*arrays, *self.saved_values)
+        res = self.program.run_backward(grads, self.saved_values)
         return tuple(None if r is None else Tensor._make(r) for r in res)
 
     def _release(self) -> None:
