@@ -49,6 +49,12 @@ class _Leaf:
         self.i = i
 
 
+def leaves_of(args, kwargs) -> list:
+    leaves: list = []
+    _flatten((args, kwargs), leaves)
+    return leaves
+
+
 def _ident(name: str) -> str:
     out = "".join(ch if ch.isalnum() else "_" for ch in name)
     return out if out[:1].isalpha() else f"p_{out}"
@@ -148,8 +154,12 @@ class _Rerun:
 def build(cf, args, kwargs, roots) -> Program:
     """Capture ``cf.fn`` on these arguments and build its program (or raise GraphBreak)."""
     why = guards.has_hooks(cf, roots)
+    if any(not isinstance(t._data, np.ndarray) for t in [*leaves_of(args, kwargs),
+                                                            *(t for _, t in roots)]):
+        why = "cuda tensors: ember.compile's GPU code generation is not built yet"
     if why:
-        raise GraphBreak(f"hooks run Python that a program cannot replay: {why}")
+        raise GraphBreak(why if why.startswith("cuda") else
+                         f"hooks run Python that a program cannot replay: {why}")
     names = {id(m): f"{prefix[:-1]} ({type(m).__name__})" if prefix else type(m).__name__
              for m, prefix, _, _ in cf.plan.modules}
     rec = Recorder(names)
