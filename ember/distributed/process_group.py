@@ -10,7 +10,9 @@ backend (``backends/``): MPI for ``"mpi"`` and ``"gloo"``, NCCL through CuPy for
 from __future__ import annotations
 
 import os
-import threading
+import select
+import signal
+import sys
 import time
 from datetime import timedelta
 
@@ -143,27 +145,31 @@ def _timeout_s(timeout) -> float:
     return (timeout or default_pg_timeout).total_seconds()
 
 
-def _init_mpi(timeout: float):
-    """Import mpi4py (MPI_Init) in a thread, so that a rank that never starts is a timeout."""
+def _init_mpi(timeout: float, rank: int):
+    """Import mpi4py, which runs MPI_Init: it waits for every rank of the job and holds the GIL
+    while it does, so a forked watchdog enforces the timeout (reporting, then killing this
+    process, after which the MPI launcher stops the others)."""
     from ember.distributed.backends.mpi import mpi
 
-    box: list = []
-    thread = threading.Thread(target=lambda: box.append(_try(mpi)), daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise DistStoreError(f"Timed out after {timeout:.0f} seconds initializing MPI: not every "
-                             "rank of the job called init_process_group")
-    if isinstance(box[0], BaseException):
-        raise box[0]
-    return box[0]
-
-
-def _try(fn):
+    if "mpi4py.MPI" in sys.modules:
+        return mpi()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the watchdog: only os calls, then _exit
+        os.close(write)
+        if not select.select([read], [], [], timeout)[0]:
+            msg = (f"DistStoreError: Timed out after {timeout:.0f} seconds initializing MPI: not "
+                   "every rank of the job called init_process_group")
+            os.write(2, f"[rank{rank}]: ember.distributed.{msg}\n".encode())
+            faults.record(rank, msg)
+            os.kill(os.getppid(), signal.SIGKILL)
+        os._exit(0)
+    os.close(read)
     try:
-        return fn()
-    except BaseException as e:
-        return e
+        return mpi()
+    finally:
+        os.close(write)
+        os.waitpid(pid, 0)
 
 
 def _rendezvous(MPI, comm, timeout: float) -> None:
@@ -223,7 +229,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     want_size = world_size if world_size != -1 else int(os.environ.get("WORLD_SIZE", "-1"))
     want_rank = rank if rank != -1 else int(os.environ.get("RANK", "-1"))
     seconds = _timeout_s(timeout)
-    MPI = _init_mpi(seconds)
+    MPI = _init_mpi(seconds, want_rank if want_rank >= 0 else 0)
     world = MPI.COMM_WORLD
     size, me = world.Get_size(), world.Get_rank()
     if size == 1 and want_size > 1:

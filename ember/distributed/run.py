@@ -140,7 +140,7 @@ def run(args) -> int:
         env["OMP_NUM_THREADS"] = "1"  # as torchrun: ranks sharing a node don't oversubscribe it
     errors = tempfile.mkdtemp(prefix="ember-run-")
     env["EMBER_ERROR_DIR"] = errors
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
 
     def forward(sig, _frame):
         _signal_group(proc.pid, sig)
@@ -156,6 +156,17 @@ def run(args) -> int:
         _report(args.training_script, errors, code, nproc)
     shutil.rmtree(errors, ignore_errors=True)
     return code
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the launcher dies, even by SIGKILL (Linux), so that the MPI
+    launcher can take its ranks down instead of leaving them running."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _signal_group(pgid: int, sig: int) -> None:
