@@ -33,7 +33,8 @@ def compute_bucket_assignment_by_size(params: list, limits: list[int],
                                       indices: list[int] | None = None) -> list[list[int]]:
     """torch's ``_compute_bucket_assignment_by_size``: walk ``params`` in order (labelled by
     ``indices``), one open bucket per dtype, closing it once it holds ``limit`` bytes; the
-    limits are used in turn, the last one from then on."""
+    limits are used in turn, the last one from then on. Without ``indices`` the buckets are
+    sorted by their smallest index, as torch does."""
     labels = list(range(len(params))) if indices is None else list(indices)
     open_: dict = {}
     out: list[list[int]] = []
@@ -46,7 +47,7 @@ def compute_bucket_assignment_by_size(params: list, limits: list[int],
             out.append(bucket[0])
             open_[key] = [[], 0, bucket[2] + 1]
     out.extend(b[0] for b in open_.values() if b[0])
-    return out
+    return sorted(out, key=min) if indices is None else out
 
 
 class _Bucket:
