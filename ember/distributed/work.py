@@ -108,6 +108,7 @@ class Work:
         core leave it to the rank that has work to do."""
         limit = self._timeout if timeout is None else _seconds(timeout)
         channel = self._channel
+        spins = 0
         while self._stage != DONE:
             channel.progress()
             if self._stage == DONE:
@@ -115,9 +116,10 @@ class Work:
             waited = time.monotonic() - self._start
             if waited > limit:
                 raise DistBackendError(self._timeout_message(waited, limit))
+            spins += 1
             if self._stage == CHECKING and waited > 0.01:
                 time.sleep(0.001 if waited > 0.1 else 0.0001)
-            else:
+            elif spins > 200:  # spin a little first: a yield may hand the core away for long
                 os.sched_yield()
         if self._error is not None:
             raise self._error

@@ -1,14 +1,16 @@
 """The MPI backend: ember's collectives as mpi4py calls on one communicator.
 
-Blocking collectives run MPI's blocking calls once the fingerprint exchange (see ``work.py``)
-has shown that every rank has arrived; ``async_op=True`` ones run the nonblocking calls
-(``Iallreduce``, ...) and progress whenever any work of the group is polled or waited on.
+Every collective runs MPI's nonblocking call (``Iallreduce``, ...) once the fingerprint
+exchange (see ``work.py``) is complete, and progresses whenever any work of the group is
+polled or waited on; a blocking collective is one that is waited on at once, so the group's
+timeout covers the transfer too.
 Data-moving collectives send raw bytes, so every dtype travels; reductions run in a dtype MPI
 can reduce (bfloat16 in float32, bool as uint8 with the matching logical op).
 """
 
 from __future__ import annotations
 
+import functools
 import zlib
 
 import numpy as np
@@ -27,6 +29,7 @@ _MPI_OPS = {RedOpType.SUM: "SUM", RedOpType.AVG: "SUM", RedOpType.PRODUCT: "PROD
             RedOpType.BOR: "BOR", RedOpType.BXOR: "BXOR"}
 
 
+@functools.cache
 def mpi():
     """The mpi4py ``MPI`` module (importing it initialises MPI), or a clear error."""
     try:
@@ -65,6 +68,7 @@ def _describe(fp: np.ndarray, seq: int) -> str:
             f"TensorShape={shape}, TensorDtypes={names.get(int(fp[1]), '?') if fp[1] else '-'})")
 
 
+@functools.lru_cache(maxsize=256)
 def reduce_plan(dtype: np.dtype, op: RedOpType, size: int, who: str):
     """(dtype MPI reduces in, MPI op name, finish(buffer) for AVG) for ``op`` on ``dtype``."""
     kind = dtype.kind
@@ -85,7 +89,10 @@ def reduce_plan(dtype: np.dtype, op: RedOpType, size: int, who: str):
 
 
 class MpiBackend:
-    """One process group's transport: a communicator for data, one for fingerprints."""
+    """One process group's transport: a communicator for data, one for fingerprints.
+
+    Methods take ``async_op`` as every backend does; here it changes nothing, since every
+    call is nonblocking underneath and the caller waits on a blocking one."""
 
     name = "mpi"
 
@@ -101,7 +108,7 @@ class MpiBackend:
         self.fp_comm.Free()
 
     # --- plumbing -------------------------------------------------------------------------
-    def _work(self, op: str, a, issue, async_op: bool, finish=None, outputs=None,
+    def _work(self, op: str, a, issue, finish=None, outputs=None,
               any_shape: bool = False) -> Work:
         mine = _fingerprint(op, a, any_shape)
         every = np.empty((self.size, mine.size), np.int64)
@@ -118,8 +125,8 @@ class MpiBackend:
             return None
 
         numel = 0 if a is None else a.size
-        return Work(self.channel, op, numel, self.timeout, ([req], verify),
-                    lambda: issue(async_op), finish, outputs)
+        return Work(self.channel, op, numel, self.timeout, ([req], verify), issue, finish,
+                    outputs)
 
     def _reduced(self, a: np.ndarray, op: RedOpType, who: str):
         """A buffer of ``a`` in the dtype MPI reduces, the op, and a finish copying back."""
@@ -143,38 +150,32 @@ class MpiBackend:
         buf, mop, finish = self._reduced(a, op, "all_reduce")
         IN_PLACE = mpi().IN_PLACE
 
-        def issue(nb):
-            if nb:
-                return [self.comm.Iallreduce(IN_PLACE, buf, mop)]
-            return self.comm.Allreduce(IN_PLACE, buf, mop)
-        return self._work("all_reduce", a, issue, async_op, finish, outputs)
+        def issue():
+            return [self.comm.Iallreduce(IN_PLACE, buf, mop)]
+        return self._work("all_reduce", a, issue, finish, outputs)
 
     def reduce(self, a, dst, op, async_op, outputs=None) -> Work:
         buf, mop, finish = self._reduced(a, op, "reduce")
         root = self.rank == dst
         send, recv = (mpi().IN_PLACE, buf) if root else (buf, None)
 
-        def issue(nb):
-            if nb:
-                return [self.comm.Ireduce(send, recv, mop, root=dst)]
-            return self.comm.Reduce(send, recv, mop, root=dst)
-        return self._work("reduce", a, issue, async_op, finish if root else None, outputs)
+        def issue():
+            return [self.comm.Ireduce(send, recv, mop, root=dst)]
+        return self._work("reduce", a, issue, finish if root else None, outputs)
 
     def broadcast(self, a, src, async_op, outputs=None) -> Work:
         b = _bytes(a)
 
-        def issue(nb):
-            return [self.comm.Ibcast(b, root=src)] if nb else self.comm.Bcast(b, root=src)
-        return self._work("broadcast", a, issue, async_op, None, outputs)
+        def issue():
+            return [self.comm.Ibcast(b, root=src)]
+        return self._work("broadcast", a, issue, None, outputs)
 
     def all_gather_into(self, out, a, async_op, outputs=None) -> Work:
         send, recv = _bytes(a), _bytes(out)
 
-        def issue(nb):
-            if nb:
-                return [self.comm.Iallgather(send, recv)]
-            return self.comm.Allgather(send, recv)
-        return self._work("all_gather", a, issue, async_op, None, outputs)
+        def issue():
+            return [self.comm.Iallgather(send, recv)]
+        return self._work("all_gather", a, issue, None, outputs)
 
     def all_gather(self, outs, a, async_op, outputs=None) -> Work:
         recv = np.empty((self.size, a.nbytes), np.uint8)
@@ -186,33 +187,27 @@ class MpiBackend:
         recv = np.empty((self.size, a.nbytes), np.uint8) if root else None
         send = _bytes(a)
 
-        def issue(nb):
-            if nb:
-                return [self.comm.Igather(send, recv, root=dst)]
-            return self.comm.Gather(send, recv, root=dst)
+        def issue():
+            return [self.comm.Igather(send, recv, root=dst)]
         finish = (lambda: _split_into(recv, outs)) if root else None
-        return self._work("gather", a, issue, async_op, finish, outputs)
+        return self._work("gather", a, issue, finish, outputs)
 
     def scatter(self, out, ins, src, async_op, outputs=None) -> Work:
         send = np.concatenate([_bytes(x) for x in ins]) if self.rank == src else None
         recv = _bytes(out)
 
-        def issue(nb):
-            if nb:
-                return [self.comm.Iscatter(send, recv, root=src)]
-            return self.comm.Scatter(send, recv, root=src)
-        return self._work("scatter", out, issue, async_op, None, outputs)
+        def issue():
+            return [self.comm.Iscatter(send, recv, root=src)]
+        return self._work("scatter", out, issue, None, outputs)
 
     def reduce_scatter(self, out, inp, op, async_op, outputs=None) -> Work:
         """``inp`` holds the group's chunks back to back; rank r gets chunk r reduced."""
         send, mop, _ = self._reduced(np.ascontiguousarray(inp), op, "reduce_scatter")
         recv, _, finish = self._reduced(out, op, "reduce_scatter")
 
-        def issue(nb):
-            if nb:
-                return [self.comm.Ireduce_scatter_block(send, recv, mop)]
-            return self.comm.Reduce_scatter_block(send, recv, mop)
-        return self._work("reduce_scatter", out, issue, async_op, finish, outputs)
+        def issue():
+            return [self.comm.Ireduce_scatter_block(send, recv, mop)]
+        return self._work("reduce_scatter", out, issue, finish, outputs)
 
     def all_to_all(self, out, inp, out_counts, in_counts, async_op, outputs=None) -> Work:
         """Flat byte exchange: rank r sends ``in_counts[q]`` bytes to each q."""
@@ -223,14 +218,12 @@ class MpiBackend:
         sspec = [send, (list(map(int, in_counts)), list(map(int, sd))), byte]
         rspec = [recv, (list(map(int, out_counts)), list(map(int, rd))), byte]
 
-        def issue(nb):
-            if nb:
-                return [self.comm.Ialltoallv(sspec, rspec)]
-            return self.comm.Alltoallv(sspec, rspec)
-        return self._work("all_to_all", inp, issue, async_op, None, outputs, any_shape=True)
+        def issue():
+            return [self.comm.Ialltoallv(sspec, rspec)]
+        return self._work("all_to_all", inp, issue, None, outputs, any_shape=True)
 
     def barrier(self, async_op: bool) -> Work:
-        return self._work("barrier", None, lambda nb: [self.comm.Ibarrier()], async_op)
+        return self._work("barrier", None, lambda: [self.comm.Ibarrier()])
 
     # --- point to point -------------------------------------------------------------------
     def send(self, a, dst: int, tag: int) -> Work:
