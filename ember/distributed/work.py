@@ -84,13 +84,16 @@ class Work:
                 self._reqs = self._issue() or []
                 self._stage = ISSUED
             if self._stage == ISSUED and self._channel.test(self._reqs):
-                if self._finish is not None:
-                    self._finish()
-                for t in self._outputs:
-                    t._vc[0] += 1  # written in place, as torch's collectives do
-                self._stage = DONE
+                self._complete(self._finish, self._outputs)
         except Exception as e:  # surfaces at wait(), like an error in a torch Work
             self._error, self._stage = e, DONE
+
+    def _complete(self, finish, outputs) -> None:
+        if finish is not None:
+            finish()
+        for t in outputs:
+            t._vc[0] += 1  # written in place, as torch's collectives do
+        self._stage = DONE
 
     def is_completed(self) -> bool:
         if self._stage != DONE:
@@ -147,6 +150,11 @@ class Work:
 def then(work: Work, fn: Callable, outputs: list | None = None) -> Work:
     """Make ``work`` run ``fn()`` when its transfer completes, before it reports completion
     (to unpack a gathered buffer into the caller's tensors)."""
+    work._outputs = outputs or []
+    if work._stage == DONE:  # it may have completed while it was being made
+        if work._error is None:
+            work._complete(fn, work._outputs)
+        return work
     inner = work._finish
 
     def finish() -> None:
@@ -154,7 +162,6 @@ def then(work: Work, fn: Callable, outputs: list | None = None) -> Work:
             inner()
         fn()
     work._finish = finish
-    work._outputs = outputs or []
     return work
 
 

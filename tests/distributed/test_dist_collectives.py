@@ -6,7 +6,7 @@ from launch import launch, needs_mpi, ok
 pytestmark = needs_mpi
 
 
-@pytest.mark.parametrize("nproc", [2, 4])
+@pytest.mark.parametrize("nproc", [1, 2, 4])
 def test_collectives_against_numpy(nproc):
     out = ok(launch("collectives.py", nproc))
     for r in range(nproc):
