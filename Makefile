@@ -9,7 +9,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 venv: $(BIN)/python
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e ".[test,distributed]"
 
 lint: venv
 	$(BIN)/ruff check ember tests bench examples
