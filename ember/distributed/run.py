@@ -85,6 +85,8 @@ def build_command(args) -> tuple[list[str], int]:
     """The mpiexec command line (one MPMD segment per rank, each with its environment)."""
     nnodes = int(str(args.nnodes).split(":")[-1])
     nproc = _nproc(args.nproc_per_node)
+    if args.max_restarts:
+        sys.exit("ember-run: --max-restarts is not supported: a failed MPI job is not restarted")
     if args.node_rank != 0:
         sys.exit("ember-run: an MPI job is launched once, from one node: run ember-run on the "
                  "first node only, with --hostfile (or inside a Slurm allocation)")

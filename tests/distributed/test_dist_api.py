@@ -2,6 +2,7 @@
 engine's end-of-backward callbacks, SyncBatchNorm outside a group, and the API's errors before
 init_process_group (none of these start MPI)."""
 
+import importlib.util
 import itertools
 import subprocess
 import sys
@@ -127,9 +128,14 @@ def test_init_without_a_launcher_says_how_to_start():
     code = ("import ember.distributed as d\n"
             "try:\n    d.init_process_group('gloo', world_size=2, rank=0)\n"
             "except RuntimeError as e:\n    print(e)\n"
+            "print(d.is_nccl_available())\n"
+            "try:\n    d.init_process_group('nccl')\n"
+            "except RuntimeError as e:\n    print(e)\n"
             "d.init_process_group('gloo', world_size=1, rank=0)\n"
             "print(d.get_rank(), d.get_world_size(), d.get_backend())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, timeout=60).stdout
     assert "not started by an MPI launcher" in out and "ember-run --nproc-per-node 2" in out
+    if importlib.util.find_spec("cupy") is None:
+        assert "False\nthe nccl backend needs CuPy built with NCCL and a CUDA GPU" in out
     assert out.strip().endswith("0 1 gloo")

@@ -92,11 +92,24 @@ ddp = train_equal(mlp, *sgd)
 assert len(ddp.reducer.buckets) >= 1 and ddp.reducer.rebuilt
 train_equal(mlp, *adam)
 train_equal(mlp, *sgd, bucket_cap_mb=0.0001)  # many small buckets in flight at once
-train_equal(mlp, *sgd, gradient_as_bucket_view=True)
+ddp = train_equal(mlp, *sgd, gradient_as_bucket_view=True)
+views = {id(v.base) for v in (p.grad._data for p in ddp.parameters())}
+assert views == {id(b.buffer) for b in ddp.reducer.buckets}, "grads are views of the buckets"
 train_equal(bn_mlp, *sgd, per_chunk_bn=True)
 train_equal(cnn, *adam, shape=(2, 5, 5), per_chunk_bn=True)
 train_equal(bn_mlp, *sgd, sync=True)
 train_equal(cnn, *adam, shape=(2, 5, 5), sync=True)
+# broadcast_buffers=False: each rank keeps the running statistics of its own batches
+for flag in (True, False):
+    torch.manual_seed(0)
+    ddp = DDP(bn_mlp(), broadcast_buffers=flag)
+    for x, _ in batches((6,), steps=2):
+        ddp(mine(x))
+    ddp.eval()
+    ddp(mine(x))  # broadcasting makes it start from rank 0's statistics; eval keeps them
+    got = [None] * N
+    dist.all_gather_object(got, ddp.module[1].running_mean._data.tobytes())
+    assert (len(set(got)) == 1) == flag or N == 1, f"broadcast_buffers={flag}"
 print(f"rank {R}: DDP equals single-process training", flush=True)
 
 # --- no_sync: k local accumulations then one synchronised backward = one full step ----------
