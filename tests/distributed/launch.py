@@ -46,14 +46,15 @@ def _tagged(tag: str) -> list[int]:
 
 
 def launch(worker: str, nproc: int, *args: str, timeout: float = 120, launcher: str = "ember",
-           env: dict | None = None) -> Result:
+           env: dict | None = None, ember_args: list[str] | None = None) -> Result:
     tag = uuid.uuid4().hex
     script = os.path.join(WORKERS, worker)
     full = dict(os.environ, EMBER_TEST_TAG=tag, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                 PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
                 **(env or {}))
     if launcher == "ember":
-        cmd = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc)]
+        cmd = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc),
+               *(ember_args or [])]
     elif launcher == "mpiexec":
         cmd = [os.path.join(os.path.dirname(sys.executable), "mpiexec"), "-n", str(nproc),
                sys.executable]

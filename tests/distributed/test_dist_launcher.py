@@ -53,3 +53,17 @@ def test_rank_missing_from_init_times_out():
     res = launch("faults.py", 2, "missing", timeout=60)
     assert res.code not in (0, None) and not res.leftovers, res.out
     assert "DistStoreError" in res.out and "Timed out after 3 seconds" in res.out
+
+
+def test_two_nodes_from_a_hostfile(tmp_path):
+    """--nnodes with --hostfile: one MPI job over the hosts, ranks placed node by node (both
+    hosts are this machine here)."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:2\n127.0.0.1:2\n")
+    res = launch("env.py", 2, launcher="ember", ember_args=["--nnodes", "2", "--hostfile",
+                                                             str(hosts)])
+    envs = _envs(ok(res))
+    assert [(e["env"]["RANK"], e["env"]["LOCAL_RANK"]) for e in envs] == \
+        [("0", "0"), ("1", "1"), ("2", "0"), ("3", "1")]
+    assert {e["env"]["WORLD_SIZE"] for e in envs} == {"4"}
+    assert {e["env"]["MASTER_ADDR"] for e in envs} == {"localhost"}
