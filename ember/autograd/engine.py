@@ -116,8 +116,9 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     results = [None] * (len(inputs) if inputs is not None else 0)
     prev = STATE.enabled
     STATE.enabled = create_graph
+    callbacks: list = []
     _TASKS.stack.append((next(_task_ids), nodes, runs,
-                         {n for n, _ in capture} if capture else ()))
+                         {n for n, _ in capture} if capture else (), callbacks))
     try:
         while ready:
             node = heapq.heappop(ready)[2]
@@ -144,6 +145,8 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     deps[nxt] = d
                     if d == 0:
                         heapq.heappush(ready, (-nxt._seq, tick(), nxt))
+        while callbacks:  # a callback may queue another, as in torch
+            callbacks.pop(0)()
     finally:
         STATE.enabled = prev
         _TASKS.stack.pop()
@@ -152,7 +155,8 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
 
 class _Tasks(threading.local):
     def __init__(self) -> None:
-        self.stack: list = []  # (id, reachable nodes, nodes that run or None, captured nodes)
+        # (id, reachable nodes, nodes that run or None, captured nodes, final callbacks)
+        self.stack: list = []
 
 
 _TASKS = _Tasks()
@@ -169,10 +173,18 @@ def will_engine_execute_node(node) -> bool:
     if not _TASKS.stack:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward "
                            "pass")
-    _, nodes, runs, captured = _TASKS.stack[-1]
+    _, nodes, runs, captured, _ = _TASKS.stack[-1]
     if runs is None:
         return node in nodes
     return node in runs or node in captured
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once the running backward pass has finished all its nodes (torch's
+    ``Variable._execution_engine.queue_callback``; DDP waits for its all-reduces there)."""
+    if not _TASKS.stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _TASKS.stack[-1][4].append(callback)
 
 
 def _captures(inputs, accumulate: bool) -> dict:
