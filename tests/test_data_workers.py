@@ -25,11 +25,13 @@ import ember.utils.data as eud
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Prints its workers' pids once they served a batch each, then keeps them busy or idle.
+# Prints its workers' pids once they served a batch each, then keeps them busy or idle. A file,
+# not -c: a fork server's children import the dataset class from it.
 CHILD = """
 import json, os, sys, time
-lib, mode = sys.argv[1], sys.argv[2]
+lib, mode, context = sys.argv[1:]
 data = __import__(lib + ".utils.data", fromlist=["DataLoader"])
+
 
 class Pids(data.Dataset):
     def __len__(self):
@@ -42,14 +44,16 @@ class Pids(data.Dataset):
             time.sleep(0.02)
         return os.getpid()
 
-loader = data.DataLoader(Pids(), batch_size=2, num_workers=2, multiprocessing_context="fork",
-                         persistent_workers=mode == "persistent")
-it = iter(loader)
-print(json.dumps(sorted({int(p) for _ in range(4) for p in next(it)})), flush=True)
-if mode == "busy":
-    for _ in it:
-        pass
-time.sleep(120)
+
+if __name__ == "__main__":
+    loader = data.DataLoader(Pids(), batch_size=2, num_workers=2, multiprocessing_context=context,
+                             persistent_workers=mode == "persistent")
+    it = iter(loader)
+    print(json.dumps(sorted({int(p) for _ in range(4) for p in next(it)})), flush=True)
+    if mode == "busy":
+        for _ in it:
+            pass
+    time.sleep(120)
 """
 
 
@@ -65,9 +69,11 @@ def _start_time(pid):
 
 
 @contextlib.contextmanager
-def _child(lib, mode, **popen_kw):
+def _child(tmp_path, lib, mode, context="fork", **popen_kw):
     """Run CHILD; yield (process, {worker pid: start time}); kill all of them afterwards."""
-    p = subprocess.Popen([sys.executable, "-c", CHILD, lib, mode], cwd=REPO,
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    p = subprocess.Popen([sys.executable, str(script), lib, mode, context], cwd=REPO,
                          env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, **popen_kw)
     workers = {}
@@ -96,13 +102,15 @@ def _wait_gone(workers, limit):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
-@pytest.mark.parametrize("lib,mode", [
-    ("ember", "idle"), ("ember", "persistent"), ("ember", "hang"), ("torch", "persistent"),
+@pytest.mark.parametrize("lib,mode,context", [
+    ("ember", "idle", "fork"), ("ember", "persistent", "fork"), ("ember", "hang", "fork"),
+    ("ember", "idle", "forkserver"), ("torch", "persistent", "fork"),
 ])
-def test_workers_exit_when_the_main_process_is_killed(lib, mode):
+def test_workers_exit_when_the_main_process_is_killed(tmp_path, lib, mode, context):
     # the OOM killer's SIGKILL: no clean-up code runs in the main process. torch's workers
-    # exit within 5 s; ember's within about 1 s, also when a fetch hangs (torch's wait for it)
-    with _child(lib, mode) as (p, workers):
+    # exit within 5 s; ember's within about 1 s, also when a fetch hangs (torch's wait for
+    # it), and under a fork server (their parent, which lives as long as they do)
+    with _child(tmp_path, lib, mode, context) as (p, workers):
         p.kill()
         p.wait()
         assert _wait_gone(workers, 10), f"orphaned {lib} workers live on"
@@ -110,9 +118,9 @@ def test_workers_exit_when_the_main_process_is_killed(lib, mode):
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 @pytest.mark.parametrize("lib", ["ember", "torch"])
-def test_ctrl_c_prints_one_traceback(lib):
+def test_ctrl_c_prints_one_traceback(tmp_path, lib):
     # Ctrl-C sends SIGINT to the whole foreground process group: the main process and workers
-    with _child(lib, "busy", start_new_session=True) as (p, workers):
+    with _child(tmp_path, lib, "busy", start_new_session=True) as (p, workers):
         time.sleep(0.3)
         os.killpg(p.pid, signal.SIGINT)
         _, err = p.communicate(timeout=60)

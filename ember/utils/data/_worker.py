@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import random
 import signal
@@ -74,10 +75,12 @@ def _on_sigint(signum, frame) -> None:
     stops the workers; a worker that raised too would print one more traceback each."""
 
 
-def _watch_parent(parent: int) -> None:
-    # A SIGKILLed main process (the OOM killer) cannot stop its workers: they see that they
-    # were re-parented and exit, also when a fetch hangs or a full pipe blocks them.
-    while os.getppid() == parent:
+def _watch_parent(parent: int | None) -> None:
+    # A SIGKILLed main process (the OOM killer) cannot stop its workers: they exit once they
+    # are re-parented, or (a fork server's children) once the main process's end of the pipe
+    # multiprocessing keeps to each child is closed; also when a fetch hangs.
+    main = mp.parent_process()
+    while (parent is None or os.getppid() == parent) and (main is None or main.is_alive()):
         time.sleep(WATCHDOG_INTERVAL)
     os._exit(1)
 
@@ -102,7 +105,7 @@ def worker_loop(dataset, index_queue, result_queue, done, fetch, worker_id: int,
     signal.signal(signal.SIGINT, _on_sigint)
     if hasattr(signal, "pthread_sigmask"):  # blocked by the main process around the fork
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    threading.Thread(target=_watch_parent, args=(parent or os.getppid(),), daemon=True,
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
                      name="ember_worker_watchdog").start()
     _seed_all(seed)
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)

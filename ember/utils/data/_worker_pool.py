@@ -70,7 +70,7 @@ class MultiProcessIter:
         if isinstance(ctx, str) or ctx is None:
             ctx = mp.get_context(ctx or ("fork" if "fork" in mp.get_all_start_methods()
                                          else None))
-        # a fork server's children have it as parent: they watch it, and it exits with us
+        # a fork server's children have it as parent (and it lives as long as they do)
         parent = None if ctx.get_start_method() == "forkserver" else os.getpid()
         base_seed = loader._base_seed()
         n = loader.num_workers
