@@ -194,7 +194,36 @@ def test_worker_error_is_reraised_with_traceback():
     with pytest.raises(ValueError, match="Caught ValueError in DataLoader worker process") as e:
         list(eud.DataLoader(Failing(), batch_size=2, num_workers=2))
     assert "bad sample 5" in str(e.value) and "Traceback" in str(e.value)
+    del e  # its traceback holds the iterator
+    gc.collect()
     assert not mp.active_children()
+
+
+def _skipping_errors(data, **kw):
+    """Every batch of two epochs, or the type of error raised in its place."""
+    loader = data.DataLoader(Failing(), batch_size=1, num_workers=2, **kw)
+    out = []
+    for _ in range(2):
+        it = iter(loader)
+        for _ in range(len(loader) + 1):  # bounded: a broken iterator may raise forever
+            try:
+                out.append(next(it).tolist())
+            except StopIteration:
+                break
+            except ValueError as e:
+                out.append(str(e).split("\n")[0])
+    return out
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_loading_goes_on_after_a_worker_error(persistent):
+    # as torch: the error is raised in the batch's place, the workers live on
+    kw = dict(persistent_workers=persistent)
+    e = _skipping_errors(eud, **kw)
+    assert not mp.active_children()  # stopped with their loader: no cycle holds it
+    t = _skipping_errors(tud, **kw)
+    gc.collect()  # torch's loader is left in a reference cycle by the error
+    assert e == t
 
 
 def test_abandoned_iterator_leaves_no_workers():

@@ -47,7 +47,11 @@ class ExceptionWrapper:
             exc = self.exc_type(msg)
         except Exception:  # noqa: BLE001 - constructors with other signatures
             raise RuntimeError(msg) from None
-        raise exc
+        try:
+            raise exc
+        finally:
+            del exc  # else this frame and the exception's traceback keep each other (and the
+            # loader's iterator, a caller's local) alive until the next cycle collection
 
 
 class IterableEnd:

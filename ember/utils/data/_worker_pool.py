@@ -11,6 +11,7 @@ import queue
 import signal
 import time
 from multiprocessing.connection import wait
+from typing import NoReturn
 
 from ember.utils.data import _worker
 
@@ -60,6 +61,7 @@ class MultiProcessIter:
 
     def __init__(self, loader) -> None:
         self.shut = False
+        self.failure = None  # why the workers were stopped early, repeated by later next()
         self.workers, self.index_queues = [], []
         self.result_queue = self.done = None
         self.timeout = loader.timeout
@@ -136,6 +138,10 @@ class MultiProcessIter:
         return self
 
     def __next__(self):
+        if self.shut:
+            if self.failure:
+                raise RuntimeError(self.failure)
+            raise StopIteration
         while True:
             if self.rcvd_idx in self.buffer:
                 data = self.buffer.pop(self.rcvd_idx)
@@ -146,8 +152,7 @@ class MultiProcessIter:
                     continue
                 self._send()
                 if isinstance(data, _worker.ExceptionWrapper):
-                    self._shutdown()
-                    data.reraise()
+                    data.reraise()  # as torch: the workers live on, next() goes on after it
                 return data
             if not self.task_worker:
                 if not self.persistent:
@@ -167,14 +172,17 @@ class MultiProcessIter:
                 pass
             dead = [w.pid for w in self.workers if not w.is_alive()]
             if dead:
-                self._shutdown(grace=0)
-                pids = ", ".join(map(str, dead))
-                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited "
-                                   "unexpectedly") from None
+                self._fail(f"DataLoader worker (pid(s) {', '.join(map(str, dead))}) exited "
+                           "unexpectedly")
             if deadline is not None and time.monotonic() >= deadline:
-                # the late worker is hung or far too slow: waiting for it helps nobody
-                self._shutdown(grace=0)
-                raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds") from None
+                self._fail(f"DataLoader timed out after {self.timeout} seconds")
+
+    def _fail(self, message: str) -> NoReturn:
+        # a late worker is hung or far too slow, a dead one took its tasks with it: waiting
+        # for any of them helps nobody
+        self.failure = message
+        self._shutdown(grace=0)
+        raise RuntimeError(message)
 
     def __len__(self) -> int:
         return len(self.index_sampler)
