@@ -76,7 +76,8 @@ def _seed_all(seed: int) -> None:
 
 def _on_sigint(signum, frame) -> None:
     """Ctrl-C reaches the whole process group. The main process raises KeyboardInterrupt and
-    stops the workers; a worker that raised too would print one more traceback each."""
+    stops the workers (or, catching it, keeps loading); a worker that raised too would print
+    one more traceback each."""
 
 
 def _watch_parent(parent: int | None) -> None:

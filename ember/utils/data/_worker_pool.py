@@ -34,7 +34,7 @@ def _sigint_blocked():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def stop_workers(workers, grace: float) -> None:
+def _stop_workers(workers, grace: float) -> None:
     """Wait up to ``grace`` seconds in all for the workers to exit, then terminate the rest:
     a hung worker costs the grace once, not once per worker."""
     deadline = time.monotonic() + grace
@@ -196,7 +196,7 @@ class MultiProcessIter:
         for q in self.index_queues:
             with contextlib.suppress(OSError, ValueError):
                 q.put(None)
-        stop_workers(self.workers, grace)
+        _stop_workers(self.workers, grace)
         for q in (*self.index_queues, self.result_queue):
             if q is not None:
                 q.cancel_join_thread()
