@@ -134,6 +134,13 @@ def _made_here(load_op):
     return op
 
 
+def python3_name(module: str, name: str) -> tuple:
+    """Protocol 2 writes Python 2 names (``__builtin__.set``, ...): map them as pickle does."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
 class WeightsOnlyUnpickler(_P):
     """Loads a checkpoint's pickle under torch's weights-only rules (see the module docstring).
 
@@ -161,11 +168,7 @@ class WeightsOnlyUnpickler(_P):
         return self._persistent(pid)
 
     def find_class(self, module: str, name: str):
-        # Protocol 2 writes Python 2 names (__builtin__.set, ...); map them as pickle does.
-        if (module, name) in _compat_pickle.NAME_MAPPING:
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        elif module in _compat_pickle.IMPORT_MAPPING:
-            module = _compat_pickle.IMPORT_MAPPING[module]
+        module, name = python3_name(module, name)
         full = f"{module}.{name}"
         if module in _BLOCKED_MODULES:
             raise UnpicklingError(f"Trying to load unsupported GLOBAL {full} whose module "
