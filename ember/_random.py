@@ -17,6 +17,7 @@ import numpy as np
 
 from ember.compiler import traced
 
+VMAP_RANDOMNESS: list = [None]  # the running ember.func.vmap's randomness mode, if any
 _DEFAULT_SEED = 67280421310721  # torch's default initial seed
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 _N = 624  # MT19937's state words
@@ -136,6 +137,10 @@ class Generator:
         rec = traced.ACTIVE[0]  # under ember.compile's capture: a draw the program repeats
         if rec is not None:
             return rec.random(self, "_raw", n)
+        if VMAP_RANDOMNESS[0] == "error":
+            from ember.func._vmap import check_random
+
+            check_random()
         if self._prefix is not None:
             return self._raw_prefixed(n)
         return self._bits.random_raw(n).astype(np.uint64)

@@ -26,7 +26,7 @@ __all__ = ["Size", "Tensor"]
 class _Aux:
     """Rarely-used per-tensor state, allocated on first use to keep plain tensors light."""
 
-    __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name")
+    __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name", "tangent")
 
     def __init__(self) -> None:
         self.hooks = None
@@ -34,6 +34,7 @@ class _Aux:
         self.retains_grad = False
         self.grad_acc = None
         self.name = None
+        self.tangent = None  # forward-mode AD's tangent at the current dual level
 
 
 # The _aux of a 0-d tensor an op made from a Python number (torch's "wrapped number"): saved

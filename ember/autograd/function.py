@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from ember._backend import _Cuda, gpu_gaps, one_device
-from ember.autograd import graph
+from ember.autograd import forward_ad, graph
 from ember.autograd.anomaly_mode import forward_stack
 from ember.autograd.grad_mode import STATE, no_grad
 from ember.autograd.graph import FREED, LOCAL, OUT, Node, grad_accumulator
@@ -141,10 +141,19 @@ class Function(metaclass=FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         from ember._tensor import Tensor
 
+        if forward_ad.LEVEL[0] is not None and forward_ad.active(args) \
+                and cls.jvp is Function.jvp:
+            raise NotImplementedError("You must implement the jvp function for custom "
+                                      "autograd.Function to use it with forward mode AD.")
         node = cls._backward_cls.__new__(cls._backward_cls)
         is_tensor = tuple(isinstance(a, Tensor) for a in args)
         tensors = [a for a in args if isinstance(a, Tensor)]
@@ -177,7 +186,21 @@ class Function(metaclass=FunctionMeta):
         else:
             node._saved = _save(node.to_save, outs)
         del node.to_save
+        if forward_ad.LEVEL[0] is not None and forward_ad.active(args):
+            _custom_jvp(cls, node, args, outs)
         return outs[0] if single else outs
+
+
+def _custom_jvp(cls, ctx, args, outs) -> None:
+    """A custom Function's tangents: its ``jvp(ctx, *input tangents)``, as torch calls it."""
+    from ember._tensor import Tensor
+
+    tangents = [forward_ad.tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    res = cls.jvp(ctx, *tangents)
+    res = res if isinstance(res, tuple) else (res,)
+    for o, t in zip(outs, res):
+        if isinstance(o, Tensor) and t is not None:
+            forward_ad.set_tangent(o, t)
 
 
 def _edges(tensors) -> tuple:
@@ -329,6 +352,8 @@ class Op(Function):
     def apply(cls, *inputs, **kw):
         from ember._tensor import Tensor
 
+        if forward_ad.LEVEL[0] is not None and forward_ad.active(inputs):
+            return _dual_apply(cls, inputs, kw)
         if STATE.enabled:
             for t in inputs:
                 if t._rg:
@@ -396,6 +421,17 @@ class Op(Function):
         if LOCAL.saved_hooks and node._saved:
             node._saved = graph.pack_saved(node, node._saved)
         return res
+
+
+def _dual_apply(cls, inputs: tuple, kw: dict):
+    """An op on dual tensors: the op as usual, then its outputs' tangents."""
+    forward_ad._BUSY[0] = True
+    try:
+        out = cls.apply(*inputs, **kw)
+    finally:
+        forward_ad._BUSY[0] = False
+    forward_ad.propagate(cls, inputs, kw, out)
+    return out
 
 
 def _wanted(need: tuple, deps: tuple) -> bool:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ember._backend import add_at
 from ember._tensor import Tensor
+from ember.autograd.forward_ad import LEVEL as DUAL
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.compiler.traced import check
@@ -290,17 +291,17 @@ def getitem(x: Tensor, key) -> Tensor:
         if not -shape[0] <= key < shape[0]:
             raise IndexError(f"index {key} is out of bounds for dimension 0 with size "
                              f"{shape[0]}")
-        if x._rg and STATE.enabled:
+        if x._rg and STATE.enabled or DUAL[0] is not None:
             return Select.apply(x, dim=0, index=key % shape[0])
         return _plain_view(x, x._data[key, ...])
     if tk is slice and (key.step is None or key.step > 0) and x._data.ndim:  # fast path: x[a:b]
-        if x._rg and STATE.enabled:
+        if x._rg and STATE.enabled or DUAL[0] is not None:
             return Slice.apply(x, dim=0, sl=key)
         return _plain_view(x, x._data[key])
     if key is Ellipsis:
         return Alias.apply(x) if x._rg else x._alias()
     if tk is Tensor and key._data.dtype == np.bool_ and key._data.shape == x._data.shape and \
-            key._data.ndim and not (x._rg and STATE.enabled):  # fast path: x[mask]
+            key._data.ndim and not (x._rg and STATE.enabled) and DUAL[0] is None:  # x[mask]
         return Tensor._make(x._data[key._data])
     steps, adv, ints = _parse(x._data.shape, key)
     out = x
