@@ -15,8 +15,10 @@ from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops import _erf
 from ember.ops._promote import cast, float_arg, scalar
 from ember.ops.pointwise import ThresholdBackward, sigmoid, where
+from ember.ops.pointwise_special import erf
 
 
 def _const(mask: np.ndarray, like: np.ndarray) -> Tensor:
@@ -119,39 +121,19 @@ def log_softmax(x: Tensor, dim: int | None = None, dtype=None, *,
     return LogSoftmax.apply(x, dim=dim)
 
 
-# --- erf and GELU -----------------------------------------------------------------------------
-
-_erf_obj = np.frompyfunc(math.erf, 1, 1)
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    """Exact erf elementwise (NumPy has none; math.erf is correctly rounded). On the GPU,
-    CuPy's erf kernel."""
-    if xp_of(x) is not np:
-        from cupyx.scipy.special import erf  # noqa: PLC0415 - ships with cupy
-
-        return erf(x)
-    return _erf_obj(x).astype(x.dtype, copy=False) if x.ndim else \
-        np.asarray(math.erf(float(x)), dtype=x.dtype)
-
-
-class Erf(Op):
-    node_name = "ErfBackward0"
-    saves = (0,)
-
-    @staticmethod
-    def forward(ctx, x):
-        return _erf(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (x * x).neg().exp() * (2 / math.sqrt(math.pi))
-
+# --- GELU ------------------------------------------------------------------------------------
 
 _SQRT1_2 = 1 / math.sqrt(2)
 _SQRT_2_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+def _gelu_cdf(x: np.ndarray) -> np.ndarray:
+    """Phi(x) = (1 + erf(x / sqrt(2))) / 2."""
+    cdf = _erf.erf(x * _SQRT1_2)
+    cdf += 1
+    cdf *= 0.5
+    return cdf
 
 
 class Gelu(Op):
@@ -164,7 +146,9 @@ class Gelu(Op):
         if approximate == "tanh":
             inner = _SQRT_2_PI * (x + 0.044715 * x**3)
             return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype, copy=False)
-        return (0.5 * x * (1 + _erf(x * _SQRT1_2))).astype(x.dtype, copy=False)
+        out = _gelu_cdf(x)
+        out *= x
+        return out
 
     @staticmethod
     def backward(ctx, g):
@@ -174,7 +158,17 @@ class Gelu(Op):
             t = inner.tanh()
             dinner = (x * x * (3 * 0.044715) + 1) * _SQRT_2_PI
             return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner)
-        cdf = (Erf.apply(x * _SQRT1_2) + 1) * 0.5
+        if not STATE.enabled:  # first-order backward: Phi(x) + x phi(x) in NumPy, in place
+            a = x._data
+            pdf = a * a
+            pdf *= -0.5
+            np.exp(pdf, out=pdf)
+            pdf *= a
+            pdf *= _INV_SQRT_2PI
+            pdf += _gelu_cdf(a)
+            pdf *= g._data
+            return Tensor._make(pdf)
+        cdf = (erf(x * _SQRT1_2) + 1) * 0.5
         pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
         return g * (cdf + x * pdf)
 
@@ -183,10 +177,6 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     return Gelu.apply(float_arg(x), approximate=approximate)
-
-
-def erf(x: Tensor) -> Tensor:
-    return Erf.apply(float_arg(x))
 
 
 # --- piecewise activations ------------------------------------------------------------------
@@ -466,5 +456,5 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
     return PreluKernel.apply(x, w)
 
 
-METHODS = {"softmax": softmax, "log_softmax": log_softmax, "erf": erf}
-FUNCTIONS = {"softmax": softmax, "log_softmax": log_softmax, "erf": erf, "prelu": prelu}
+METHODS = {"softmax": softmax, "log_softmax": log_softmax}
+FUNCTIONS = {"softmax": softmax, "log_softmax": log_softmax, "prelu": prelu}
