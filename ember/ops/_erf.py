@@ -2,7 +2,7 @@
 
 Each function is a few dozen whole-array NumPy passes, run block by block (``blockwise``) so
 that the temporaries stay in the CPU cache. Pieces of the domain other than the common one
-are computed only on the elements that fall there (``_patch``), so typical inputs pay for one
+are computed only on the elements that fall there (``patch``), so typical inputs pay for one
 piece. float32 computes in float32 where that keeps torch's accuracy (erf: GELU's hot path),
 else in float64 with approximations sized for a float32 result; float64 computes in float64.
 
@@ -31,8 +31,7 @@ import math
 import numpy as np
 
 from ember._backend import xp_of
-
-_BLOCK = 1 << 15  # elements per block: ~30 block-sized temporaries fit in a 1-2 MB L2 cache
+from ember.ops._common import blockwise, patch, poly
 
 # erf, float32 (highest power first).
 _ERF32_NEAR = (7.853861461626366e-05, -0.0008010193705558777, 0.005188327748328447,
@@ -86,42 +85,6 @@ _HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 _SQRT1_2 = math.sqrt(0.5)
 
 
-def poly(coef: tuple, z: np.ndarray) -> np.ndarray:
-    """Horner's rule in z's dtype, highest power first, in place on one new array."""
-    if coef[0] == 1.0:
-        r = z + coef[1]
-    else:
-        r = z * coef[0]
-        r += coef[1]
-    for c in coef[2:]:
-        r *= z
-        r += c
-    return r
-
-
-def _patch(out: np.ndarray, mask: np.ndarray, fn, *arrays: np.ndarray) -> None:
-    """``out[mask] = fn(*(a[mask] for a in arrays))`` on 1-D arrays, computing ``fn`` only on
-    the selected elements (none: no call)."""
-    idx = np.flatnonzero(mask)
-    if idx.size:
-        out[idx] = fn(*(a[idx] for a in arrays))
-
-
-def blockwise(kernel, x: np.ndarray, dtype=None) -> np.ndarray:
-    """``kernel`` (1-D array in, 1-D array out) over ``x`` in cache-sized blocks, with NumPy's
-    floating-point warnings off (torch returns inf and NaN silently); the result has x's
-    shape and ``dtype`` (x's by default). A kernel of many passes runs ~2x faster this way on
-    large arrays than on the whole array at once."""
-    flat = x.reshape(-1)
-    with np.errstate(all="ignore"):
-        if flat.size <= _BLOCK or xp_of(x) is not np:
-            return kernel(flat).reshape(x.shape)
-        out = np.empty(flat.size, dtype or x.dtype)
-        for i in range(0, flat.size, _BLOCK):
-            out[i:i + _BLOCK] = kernel(flat[i:i + _BLOCK])
-    return out.reshape(x.shape)
-
-
 # --- float32 ---------------------------------------------------------------------------------
 
 
@@ -131,7 +94,7 @@ def _erf32(x: np.ndarray) -> np.ndarray:
     out = poly(_ERF32_NEAR, a * a)
     out *= a
     out += a
-    _patch(out, t >= 1, _erf32_far, t)  # NaN fails the test and keeps the NaN made above
+    patch(out, t >= 1, _erf32_far, t)  # NaN fails the test and keeps the NaN made above
     return np.copysign(out, x, out=out)
 
 
@@ -173,9 +136,9 @@ def _erfc32(x: np.ndarray) -> np.ndarray:
 def _erfcx32_full(x: np.ndarray) -> np.ndarray:
     t = np.abs(x)
     out = _erfcx32(t)
-    _patch(out, t > 10.1, _erfcx_tail, t)
+    patch(out, t > 10.1, _erfcx_tail, t)
     # erfcx(-t) = 2 exp(t^2) - erfcx(t): inf once exp(t^2) overflows, as it must
-    _patch(out, x < 0, lambda u, r: 2 * np.exp(u * u) - r, t, out)
+    patch(out, x < 0, lambda u, r: 2 * np.exp(u * u) - r, t, out)
     return out
 
 
@@ -190,11 +153,11 @@ def _log_ndtr32(x: np.ndarray) -> np.ndarray:
     t = np.abs(x)
     t *= _SQRT1_2
     half = _erfcx32(t)
-    _patch(half, t > 10.1, _erfcx_tail, t)
+    patch(half, t > 10.1, _erfcx_tail, t)
     half *= 0.5
     out = np.log(half)
     out -= np.square(t)
-    _patch(out, x >= 0, lambda u, h: np.log1p(-np.exp(-u * u) * h), t, half)
+    patch(out, x >= 0, lambda u, h: np.log1p(-np.exp(-u * u) * h), t, half)
     return out.astype(np.float32)
 
 
@@ -208,7 +171,7 @@ def _erfinv_guess(a: np.ndarray, z: np.ndarray) -> np.ndarray:
     np.negative(w, out=w)
     out = poly(_ERFINV_CENTRAL, np.minimum(w, 5.0) - 2.5)
     out *= a
-    _patch(out, w > 5, _erfinv_tail, w)  # a > 1 or NaN: w is NaN, and so is out
+    patch(out, w > 5, _erfinv_tail, w)  # a > 1 or NaN: w is NaN, and so is out
     return out
 
 
@@ -217,7 +180,7 @@ def _erfinv_tail(w: np.ndarray) -> np.ndarray:
     z = np.minimum(v, 6.2) - 4.2
     out = poly(_ERFINV_TAIL_P, z)
     out /= poly(_ERFINV_TAIL_Q, z)
-    _patch(out, v > 6.2, _erfinv_far, v)
+    patch(out, v > 6.2, _erfinv_far, v)
     return out
 
 
@@ -263,7 +226,7 @@ def _erf_near64(a: np.ndarray) -> np.ndarray:
 def _erf64(x: np.ndarray) -> np.ndarray:
     t = np.abs(x)
     out = _erf_near64(np.minimum(t, 1.0))
-    _patch(out, t >= 1, _erf64_far, t)
+    patch(out, t >= 1, _erf64_far, t)
     return np.copysign(out, x, out=out)
 
 
@@ -313,8 +276,8 @@ def _erfc64_tail(x: np.ndarray) -> np.ndarray:
 def _erfc64(x: np.ndarray) -> np.ndarray:
     out = _erf_near64(np.clip(x, -1.0, 0.4))
     np.subtract(1, out, out=out)
-    _patch(out, (x >= 0.4) & (x < 1), lambda u: poly(_ERFC_MID, u - 0.7), x)
-    _patch(out, np.abs(x) >= 1, _erfc64_tail, x)
+    patch(out, (x >= 0.4) & (x < 1), lambda u: poly(_ERFC_MID, u - 0.7), x)
+    patch(out, np.abs(x) >= 1, _erfc64_tail, x)
     return out
 
 
@@ -325,8 +288,8 @@ def _erfinv_newton(a: np.ndarray, z: np.ndarray) -> np.ndarray:
     x = _erfinv_guess(a, z)
     resid = np.empty_like(a)
     central = a <= 0.5
-    _patch(resid, central, lambda u, v: _erf64(u) - v, x, a)
-    _patch(resid, ~central, lambda u, v: v - _erfc64(u), x, z)
+    patch(resid, central, lambda u, v: _erf64(u) - v, x, a)
+    patch(resid, ~central, lambda u, v: v - _erfc64(u), x, z)
     resid *= _HALF_SQRT_PI
     resid *= np.exp(np.minimum(x * x, 50.0))  # x = inf (a = 1) has residual 0: keep it
     x -= resid
@@ -351,10 +314,10 @@ def _erfcx64(x: np.ndarray) -> np.ndarray:
     np.subtract(1, out, out=out)
     xc *= xc
     out *= np.exp(xc, out=xc)
-    _patch(out, (x >= 0.4) & (x < 1), lambda u: np.exp(u * u) * poly(_ERFC_MID, u - 0.7), x)
-    _patch(out, x >= 1, _erfcx_tail, x)
+    patch(out, (x >= 0.4) & (x < 1), lambda u: np.exp(u * u) * poly(_ERFC_MID, u - 0.7), x)
+    patch(out, x >= 1, _erfcx_tail, x)
     # erfcx(-t) = 2 exp(t^2) - erfcx(t): inf once exp(t^2) overflows, as it must
-    _patch(out, x <= -1, lambda u: 2 * np.exp(u * u) - _erfcx_tail(-u), x)
+    patch(out, x <= -1, lambda u: 2 * np.exp(u * u) - _erfcx_tail(-u), x)
     return out
 
 
@@ -363,8 +326,8 @@ def _log_ndtr64(x: np.ndarray) -> np.ndarray:
     log1p(-Phi(-x)) for x > 0, where Phi(x) is near 1."""
     t = x * -_SQRT1_2
     out = np.log(_erfc64(np.minimum(t, 1.0)) / 2)
-    _patch(out, x > 0, lambda u: np.log1p(_erfc64(u) / -2), -t)
-    _patch(out, t > 1, lambda u, v: np.log(_erfcx64(u) / 2) - v * v / 2, t, x)
+    patch(out, x > 0, lambda u: np.log1p(_erfc64(u) / -2), -t)
+    patch(out, t > 1, lambda u, v: np.log(_erfcx64(u) / 2) - v * v / 2, t, x)
     return out
 
 

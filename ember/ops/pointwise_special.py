@@ -1,20 +1,17 @@
 """Special functions in vectorised NumPy (no SciPy): erf, erfc, erfinv, lgamma, digamma,
 polygamma.
 
-erf, erfc and erfinv are computed in ``ember.ops._erf``. lgamma uses the Lanczos approximation
-(g=7), digamma and polygamma shift the argument up and use asymptotic (Euler-Maclaurin) series,
-with reflection for negative arguments.
+The arrays are computed in ``ember.ops._erf`` (erf, erfc, erfinv) and ``ember.ops._gamma``
+(lgamma, digamma, polygamma).
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ember._tensor import Tensor
 from ember.autograd.function import Op
-from ember.ops import _erf
+from ember.ops import _erf, _gamma
 from ember.ops._promote import float_arg
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -78,92 +75,7 @@ def erfinv(x: Tensor) -> Tensor:
     return Erfinv.apply(float_arg(x))
 
 
-# --- gamma family -----------------------------------------------------------------------
-
-_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
-            -176.61502916214059, 12.507343278686905, -0.13857109526572012,
-            9.9843695780195716e-6, 1.5056327351493116e-7)
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
-# Bernoulli numbers B2, B4, ..., B14 for the asymptotic series.
-_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)
-_SHIFT = 10
-
-
-def _lgamma_pos(x):
-    """lgamma for x >= 0.5 (Lanczos, in log form so large x cannot overflow)."""
-    z = x - 1.0
-    a = np.full_like(z, _LANCZOS[0])
-    for k, c in enumerate(_LANCZOS[1:], start=1):
-        a = a + c / (z + k)
-    t = z + 7.5
-    return _HALF_LOG_2PI + (z + 0.5) * np.log(t) - t + np.log(a)
-
-
-def lgamma_array(x: np.ndarray) -> np.ndarray:
-    """log|Gamma(x)| of a float array; +inf at the poles."""
-    x64 = x.astype(np.float64)
-    with np.errstate(all="ignore"):
-        refl = x64 < 0.5
-        pos = _lgamma_pos(np.where(refl, 1.0 - x64, x64))
-        # Reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x); poles give +inf.
-        sin = np.abs(np.sin(math.pi * np.where(refl, x64, 0.5)))
-        out = np.where(refl, np.log(math.pi / sin) - pos, pos)
-        out = np.where(refl & (x64 == np.floor(x64)), np.inf, out)
-        out = np.where(np.isposinf(x64) | np.isneginf(x64), np.inf, out)
-    return out.astype(x.dtype, copy=False)
-
-
-def _digamma_pos(x):
-    """digamma for x > 0: shift to x + 10, then the asymptotic series."""
-    acc = np.zeros_like(x)
-    for k in range(_SHIFT):
-        acc = acc + 1.0 / (x + k)
-    y = x + _SHIFT
-    y2 = 1.0 / (y * y)
-    series = np.zeros_like(y)
-    for k in range(len(_BERNOULLI) - 1, -1, -1):
-        series = (series + _BERNOULLI[k] / (2 * k + 2)) * y2
-    return np.log(y) - 0.5 / y - series - acc
-
-
-def digamma_array(x: np.ndarray) -> np.ndarray:
-    """digamma of a float array."""
-    x64 = x.astype(np.float64)
-    with np.errstate(all="ignore"):
-        refl = x64 < 0.5
-        pos = _digamma_pos(np.where(refl, 1.0 - x64, x64))
-        # Reflection: psi(x) = psi(1 - x) - pi / tan(pi x).
-        out = np.where(refl, pos - math.pi / np.tan(math.pi * np.where(refl, x64, 0.25)), pos)
-        out = np.where(x64 == 0, -np.inf, out)
-        out = np.where((x64 < 0) & (x64 == np.floor(x64)), np.nan, out)
-    return out.astype(x.dtype, copy=False)
-
-
-def _hurwitz_zeta(s: int, x):
-    """zeta(s, x) = sum_k (x + k)^-s for integer s >= 2 (Euler-Maclaurin after shifting)."""
-    shift = _SHIFT + int(max(0.0, math.ceil(-float(np.nanmin(x))))) if x.size else _SHIFT
-    acc = np.zeros_like(x)
-    for k in range(shift):
-        acc = acc + (x + k) ** -s
-    y = x + shift
-    tail = y ** (1 - s) / (s - 1) + 0.5 * y ** -s
-    fact, rising = 1.0, float(s)  # (2j)! and s (s+1) ... (s+2j-2)
-    for j, b in enumerate(_BERNOULLI, start=1):
-        fact *= (2 * j - 1) * (2 * j)
-        tail = tail + b / fact * rising * y ** (-s - 2 * j + 1)
-        rising *= (s + 2 * j - 1) * (s + 2 * j)
-    return acc + tail
-
-
-def polygamma_array(n: int, x: np.ndarray) -> np.ndarray:
-    """The n-th derivative of digamma of a float array."""
-    if n == 0:
-        return digamma_array(x)
-    x64 = x.astype(np.float64)
-    with np.errstate(all="ignore"):
-        out = (-1.0) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(n + 1, x64)
-        out = np.where((x64 <= 0) & (x64 == np.floor(x64)), np.inf if n % 2 else -np.inf, out)
-    return out.astype(x.dtype, copy=False)
+# --- gamma family ----------------------------------------------------------------------
 
 
 class Lgamma(Op):
@@ -172,7 +84,7 @@ class Lgamma(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return lgamma_array(x)
+        return _gamma.lgamma(x)
 
     @staticmethod
     def backward(ctx, g):
@@ -186,7 +98,7 @@ class Digamma(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return digamma_array(x)
+        return _gamma.digamma(x)
 
     @staticmethod
     def backward(ctx, g):
@@ -201,7 +113,7 @@ class Polygamma(Op):
     @staticmethod
     def forward(ctx, x, n=1):
         ctx.n = n
-        return polygamma_array(n, x)
+        return _gamma.polygamma(n, x)
 
     @staticmethod
     def backward(ctx, g):
