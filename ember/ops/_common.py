@@ -84,6 +84,27 @@ def keep_where(mask: np.ndarray, a: np.ndarray) -> np.ndarray:
     return out.view(a.dtype)
 
 
+def select(mask: np.ndarray, a, b, dtype) -> np.ndarray:
+    """``np.where(mask, a, b)`` in ``dtype``, bit for bit (NaN, inf and -0.0 kept), with ``a``
+    and ``b`` arrays or numbers: three integer passes, several times faster than np.where on a
+    random mask."""
+    dt = np.dtype(dtype)
+    bits = UINT_OF_SIZE[dt.itemsize]
+
+    def as_bits(v):  # a number becomes a Python int, which CuPy takes as readily as NumPy
+        if isinstance(v, np.ndarray) or hasattr(v, "__cuda_array_interface__"):
+            return v.astype(dt, copy=False).view(bits)
+        return int(np.asarray(v, dt).view(bits))
+
+    a, b = as_bits(a), as_bits(b)
+    out = np.subtract(0, mask, dtype=bits)  # all ones where mask
+    if not out.ndim:
+        out = np.asarray(out)
+    np.bitwise_and(out, a ^ b, out=out)
+    np.bitwise_xor(out, b, out=out)
+    return out.view(dt)
+
+
 def quiet(fn):
     """``fn`` with NumPy's divide/invalid/overflow warnings off: torch returns inf and NaN
     silently (log(0), sqrt(-1), exp(1000)), and so must ember."""

@@ -10,7 +10,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.ops import _erf
-from ember.ops._common import elementwise_op, float_unary
+from ember.ops._common import elementwise_op, float_unary, select
 from ember.ops._promote import binary_args, float_arg
 
 _SQRT2 = math.sqrt(2.0)
@@ -18,9 +18,12 @@ _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def _entr_array(x: np.ndarray) -> np.ndarray:
+    """-x log(x) for x > 0 (and NaN), 0 at 0, -inf below."""
     with np.errstate(all="ignore"):
-        out = np.where(x > 0, -x * np.log(x), np.where(x == 0, 0.0, -np.inf))
-        return np.where(np.isnan(x), np.nan, out).astype(x.dtype, copy=False)
+        out = np.log(x, out=np.empty_like(x))
+        out *= x
+        np.negative(out, out=out)
+    return select(~(x <= 0), out, select(x == 0, 0.0, -np.inf, x.dtype), x.dtype)
 
 
 def _xlog1py_array(x: np.ndarray, y: np.ndarray) -> np.ndarray:
