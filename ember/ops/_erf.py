@@ -283,17 +283,34 @@ def _erfc64(x: np.ndarray) -> np.ndarray:
 
 def _erfinv_newton(a: np.ndarray, z: np.ndarray) -> np.ndarray:
     """erfinv(a) for a >= 0 and z = 1 - a, to float64's accuracy: one Newton step doubles the
-    guess's 9.4 correct digits. Its residual erf(x) - a is taken as z - erfc(x) in the tail,
-    where z keeps the digits that 1 - erfc(x) would lose."""
+    guess's 9.4 correct digits. On erf(x) = a for a <= 1/2; on erfc(x) = z beyond, where z
+    keeps the digits that 1 - erfc(x) would lose; and on log erfc(x) = log z where erfc(x)
+    nears float64's underflow and its own digits run out."""
     x = _erfinv_guess(a, z)
-    resid = np.empty_like(a)
-    central = a <= 0.5
-    patch(resid, central, lambda u, v: _erf64(u) - v, x, a)
-    patch(resid, ~central, lambda u, v: v - _erfc64(u), x, z)
-    resid *= _HALF_SQRT_PI
-    resid *= np.exp(np.minimum(x * x, 50.0))  # x = inf (a = 1) has residual 0: keep it
-    x -= resid
+    patch(x, a <= 0.5, lambda u, v: _newton(u, _erf64(u) - v), x, a)
+    patch(x, (a > 0.5) & (z >= 1e-280), lambda u, v: _newton(u, v - _erfc64(u)), x, z)
+    patch(x, (z < 1e-280) & (x < np.inf), _newton_far, x, z)
     return x
+
+
+def _newton(x: np.ndarray, resid: np.ndarray) -> np.ndarray:
+    """x - resid / erf'(x)."""
+    resid *= _HALF_SQRT_PI
+    resid *= np.exp(x * x)
+    return x - resid
+
+
+def _newton_far(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """The step on log erfc(x) = log z: the residual log(erfcx(x)) - x^2 - log(z), with x^2
+    split so that its big part is exact (as in _exp_neg_square), over the derivative
+    -2 / (sqrt(pi) erfcx(x))."""
+    cx = _erfcx64(x)
+    hi = x.astype(np.float32).astype(np.float64)
+    g = np.log(cx) - (x - hi) * (x + hi)  # log erfc(x) + hi^2
+    g -= np.log(z) + hi * hi  # hi^2 exact, and log(z) close to -hi^2: no digits lost
+    g *= cx
+    g *= _HALF_SQRT_PI  # d/dx log erfc(x) = -2 / (sqrt(pi) erfcx(x))
+    return x + g
 
 
 def _erfinv64(y: np.ndarray) -> np.ndarray:

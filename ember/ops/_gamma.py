@@ -57,6 +57,18 @@ def _ipow(u: np.ndarray, s: int) -> np.ndarray:
         base = base * base
 
 
+def _cot_pi(x: np.ndarray) -> np.ndarray:
+    """cot(pi x), exactly 0 at the half-integers (where 1 / tan would leave 6e-17): for
+    |r| > 1/4 (r = x - round(x)) as tan(pi (+-1/2 - r))."""
+    r = np.round(x)
+    np.subtract(x, r, out=r)
+    far = np.abs(r) > 0.25
+    s = np.where(far, np.copysign(0.5, r) - r, r)  # exact: r and 1/2 - r are both exact
+    s *= math.pi
+    np.tan(s, out=s)
+    return np.where(far, s, 1 / s)
+
+
 # --- lgamma ----------------------------------------------------------------------------------
 
 
@@ -185,7 +197,7 @@ def _polygamma(n: int, x: np.ndarray, shift: int) -> np.ndarray:
     out *= (-1.0) ** (n + 1) * math.factorial(n)
 
     def reflect(u, pos):
-        c = np.divide(1, _tan_pi(np.maximum(u, -2.0**53)))
+        c = _cot_pi(np.maximum(u, -2.0**53))
         res = poly(_cot_derivative(n), c)
         res *= -math.pi ** (n + 1)
         res += (-1.0) ** n * pos
@@ -193,6 +205,8 @@ def _polygamma(n: int, x: np.ndarray, shift: int) -> np.ndarray:
         return res
 
     patch(out, x < 0.5, reflect, x, out)
+    # torch: trigamma(-inf) is NaN, and so is polygamma(n > 1, +inf)
+    patch(out, np.isinf(x), lambda u, o: np.where((u > 0) == (n > 1), np.nan, o), x, out)
     return out
 
 
