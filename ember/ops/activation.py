@@ -155,9 +155,10 @@ class Gelu(Op):
         if approximate == "tanh":
             inner = _SQRT_2_PI * (x + 0.044715 * x**3)
             return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype, copy=False)
-        out = _gelu_cdf(x)
-        out *= x
-        return out
+        # Phi(x) is kept for the first-order backward, which would otherwise compute erf again
+        # (half of GELU's time); a double backward recomputes it from the saved input
+        ctx.cdf = _gelu_cdf(x)
+        return np.multiply(ctx.cdf, x, out=np.empty_like(x))
 
     @staticmethod
     def backward(ctx, g):
@@ -174,7 +175,7 @@ class Gelu(Op):
             np.exp(pdf, out=pdf)
             pdf *= a
             pdf *= _INV_SQRT_2PI
-            pdf += _gelu_cdf(a)
+            pdf += ctx.cdf
             pdf *= g._data
             return Tensor._make(pdf)
         cdf = (erf(x * _SQRT1_2) + 1) * 0.5
