@@ -221,6 +221,10 @@ class _Unpickler(pickle.Unpickler):
             return self._allowed[full]
         if full in _SAFE_GLOBALS:
             return _SAFE_GLOBALS[full]
+        if module == "torch" or module.startswith("torch."):  # a torch checkpoint naming a
+            twin = "ember" + full[len("torch"):]  # class allow-listed under ember's name
+            if twin in _SAFE_GLOBALS:
+                return _SAFE_GLOBALS[twin]
         if full in _UNSUPPORTED_TENSOR_GLOBALS:
             raise RuntimeError(f"ember.load: the checkpoint holds tensors that need {full}, "
                                "a dtype ember does not have (bfloat16 needs the ml_dtypes "
