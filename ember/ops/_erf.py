@@ -251,17 +251,17 @@ def _erfcx_tail(t: np.ndarray) -> np.ndarray:
     return out
 
 
-def _exp_neg_square(t: np.ndarray) -> np.ndarray:
-    """exp(-t^2) for 0 <= t <= 30 to float64's accuracy: with t = hi + lo, hi of 24 bits (so
-    hi^2 is exact), exp(-hi^2) exp(-lo (t + hi)). A plain exp(-t*t) would pass t*t's rounding
-    error (up to 5e-14 here) into the result."""
+def _exp_square(t: np.ndarray, sign: float = -1.0) -> np.ndarray:
+    """exp(sign t^2) for 0 <= t <= 30 to float64's accuracy: with t = hi + lo, hi of 24 bits
+    (so hi^2 is exact), exp(sign hi^2) exp(sign lo (t + hi)). A plain exp(-t*t) would pass
+    t*t's rounding error (up to 5e-14 here) into the result."""
     hi = t.astype(np.float32).astype(np.float64)
     lo = t - hi
     lo *= t + hi
-    np.negative(lo, out=lo)
+    lo *= sign
     np.exp(lo, out=lo)
     hi *= hi
-    np.negative(hi, out=hi)
+    hi *= sign
     return np.multiply(np.exp(hi, out=hi), lo, out=lo)
 
 
@@ -269,7 +269,7 @@ def _erfc64_tail(x: np.ndarray) -> np.ndarray:
     """erfc for |x| >= 1."""
     t = np.minimum(np.abs(x), 30.0)  # beyond 27.3 erfc underflows to 0
     out = _erfcx_tail(t)
-    out *= _exp_neg_square(t)
+    out *= _exp_square(t)
     return _reflect(out, x)
 
 
@@ -302,7 +302,7 @@ def _newton(x: np.ndarray, resid: np.ndarray) -> np.ndarray:
 
 def _newton_far(x: np.ndarray, z: np.ndarray) -> np.ndarray:
     """The step on log erfc(x) = log z: the residual log(erfcx(x)) - x^2 - log(z), with x^2
-    split so that its big part is exact (as in _exp_neg_square), over the derivative
+    split so that its big part is exact (as in _exp_square), over the derivative
     -2 / (sqrt(pi) erfcx(x))."""
     cx = _erfcx64(x)
     hi = x.astype(np.float32).astype(np.float64)
@@ -334,7 +334,7 @@ def _erfcx64(x: np.ndarray) -> np.ndarray:
     patch(out, (x >= 0.4) & (x < 1), lambda u: np.exp(u * u) * poly(_ERFC_MID, u - 0.7), x)
     patch(out, x >= 1, _erfcx_tail, x)
     # erfcx(-t) = 2 exp(t^2) - erfcx(t): inf once exp(t^2) overflows, as it must
-    patch(out, x <= -1, lambda u: 2 * np.exp(u * u) - _erfcx_tail(-u), x)
+    patch(out, x <= -1, lambda u: 2 * _exp_square(np.minimum(-u, 30.0), 1.0) - _erfcx_tail(-u), x)
     return out
 
 
