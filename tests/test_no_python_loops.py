@@ -85,7 +85,7 @@ def _cpu_time(fn, runs: int) -> float:
 
 def _ratio(fn, runs: int) -> float:
     """fn's time (the best of ``runs``) over np.exp's on the same array."""
-    return _cpu_time(fn, runs) / _cpu_time(lambda: np.exp(_BIG), max(runs, 7))
+    return _cpu_time(fn, runs) / _cpu_time(lambda: np.exp(_BIG), max(runs, 5))
 
 
 def _within(fn, bound: float) -> float:
