@@ -208,18 +208,6 @@ class Tensor(TensorCasts):
     def get_device(self) -> int:
         return -1 if isinstance(self._data, np.ndarray) else 0
 
-    @property
-    def is_sparse(self) -> bool:
-        return False
-
-    @property
-    def is_quantized(self) -> bool:
-        return False
-
-    @property
-    def is_meta(self) -> bool:
-        return False
-
     # --- autograd metadata ---------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
@@ -475,6 +463,12 @@ class Tensor(TensorCasts):
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self._data, self._rg, type(self), self.__dict__ or None))
 
+
+# torch's flags for the devices and layouts an ember tensor is never on or in.
+for _flag in ("is_ipu", "is_maia", "is_meta", "is_mkldnn", "is_mps", "is_mtia", "is_nested",
+              "is_quantized", "is_sparse", "is_sparse_csr", "is_vulkan", "is_xla", "is_xpu"):
+    setattr(Tensor, _flag, property(lambda self: False, doc=f"False: ember has no {_flag[3:]}."))
+del _flag
 
 _NON_LEAF_RG = "you can only change requires_grad flags of leaf variables."
 _NON_LEAF_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "

@@ -73,8 +73,11 @@ def inv(A: Tensor) -> Tensor:
 def _adjugate_t(a: np.ndarray) -> np.ndarray:
     """Transposed adjugate through the SVD: the gradient of det, valid for singular inputs."""
     u, s, vh = np.linalg.svd(a)
-    n = s.shape[-1]
-    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], -1)
+    # others[..., i]: the product of every singular value but the i-th (prefix times suffix)
+    ones = np.ones_like(s[..., :1])
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
+    others = before * after
     sign = np.linalg.det(u) * np.linalg.det(vh)
     adj = (np.swapaxes(vh, -1, -2) * others[..., None, :]) @ np.swapaxes(u, -1, -2)
     return np.swapaxes(adj * sign[..., None, None], -1, -2).astype(a.dtype)

@@ -360,9 +360,12 @@ def _lhs_tensor(a, b):
 
 
 def _sigmoid(x):
-    # exp of a non-positive number never overflows: split by sign for stability.
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    """1 / (1 + exp(-x)), as torch: where exp overflows the answer is 0, as it should be."""
+    e = np.negative(x, out=np.empty_like(x))  # an array even for 0-d x
+    with np.errstate(over="ignore"):
+        np.exp(e, out=e)
+    e += 1
+    return np.reciprocal(e, out=e)
 
 
 # One line per op (see ember/ops/_common.py): the NumPy forward, then the gradient formula.

@@ -177,6 +177,10 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """A no-op, as in torch off the GPU (there it packs the weights for cuDNN); programs
+        call it after ``.to(device)`` or DataParallel."""
+
     @property
     def all_weights(self) -> list:
         n = len(self._flat_weights_names) // (self.num_layers * (2 if self.bidirectional else 1))
