@@ -310,12 +310,14 @@ class Op(Function):
     Class attributes declare what backward needs, so forward can stay a pure array function:
     ``saves`` (indices of inputs to save), ``saves_output``, ``save_for``, ``broadcasts`` (the
     engine sums gradients back to each input's shape), ``view`` (the output is a view of
-    input 0). ``save_for`` is derivatives.yaml's rule for what torch saves: for each saved
-    entry (the inputs in ``saves`` order, then the output), the inputs whose gradient formula
-    reads it. An entry is saved only when one of those inputs needs a gradient, so ``x * w``
+    input 0). ``save_for`` is torch's rule for what it saves: for each saved entry (the inputs
+    in ``saves`` order, then the output), the inputs whose gradients need it, or None for
+    always. An entry is saved only when one of those inputs needs a gradient, so ``x * w``
     with only ``w`` requiring grad keeps ``x`` alive but not ``w``; unsaved entries read as
-    None in ``saved_tensors``. Without ``save_for``, every entry is saved whenever the op is
-    tracked (right for one-input ops).
+    None in ``saved_tensors`` (a backward keeps shapes it needs on ``ctx``). torch guards an
+    input that a single gradient formula reads, and saves the rest (inputs read by several
+    formulas, outputs, ``save_extra``'s arrays) whenever the op is recorded
+    (``ember.ops._common.save_plan``). Without ``save_for``, every entry is always saved.
     """
 
     _node_base = OpNode
@@ -398,8 +400,11 @@ class Op(Function):
         return res
 
 
-def _wanted(need: tuple, deps: tuple) -> bool:
-    """Whether any of the inputs ``deps`` needs a gradient (one saved entry's rule)."""
+def _wanted(need: tuple, deps: tuple | None) -> bool:
+    """Whether any of the inputs ``deps`` needs a gradient (one saved entry's rule; None:
+    always)."""
+    if deps is None:
+        return True
     for d in deps:
         if need[d]:
             return True

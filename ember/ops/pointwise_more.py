@@ -81,6 +81,7 @@ class Remainder(Op):
     node_name = "RemainderBackward1"
     broadcasts = True
     saves = (0, 1)
+    save_for = ((1,), (1,))  # both only for other's gradient
     fn = staticmethod(_remainder)
     rounding_mode = "floor"
 
