@@ -25,7 +25,7 @@ class _Scratch:
 
     needs_input_grad = ()
 
-    def save_extra(self, *arrays) -> None:
+    def save_extra(self, *arrays, for_=None) -> None:
         pass
 
 
@@ -279,11 +279,15 @@ class OpNode(Node):
     def saved_tensors(self) -> tuple:
         return self._unpack_saved()
 
-    def save_extra(self, *arrays) -> None:
-        """Save arrays that forward computed (indices, statistics) for backward. They come
-        after the saved inputs and output in ``saved_tensors``, as tensors, and pass through
-        saved-tensor hooks as torch's saved results do."""
-        self._extra = arrays
+    def save_extra(self, *arrays, for_: tuple | None = None) -> None:
+        """Save arrays that forward computed or took as arguments (indices, masks, statistics)
+        for backward. They come after the saved inputs and outputs in ``saved_tensors``, as
+        tensors, and pass through saved-tensor hooks as torch's saved tensors do. ``for_``:
+        the inputs whose gradients read them (as in ``Op.save_for``); when none of them needs
+        a gradient they are not saved and read as None."""
+        if not _wanted(self.needs_input_grad, for_):
+            arrays = (None,) * len(arrays)
+        self._extra = arrays if self._extra is None else self._extra + arrays
 
     def _call(self, grads: list) -> tuple:
         out = self._forward_cls.backward(self, *grads)
@@ -295,8 +299,8 @@ class OpNode(Node):
         if name.startswith("_saved_"):
             key, cls = name[7:], self._forward_cls
             idx = {"self": 0, "other": 1}.get(key)
-            if key == "result" and cls.saves_output:
-                return self._unpack_saved()[-1]
+            if key == "result" and cls.saves_output is True:
+                return self._unpack_saved()[len(cls.saves)]
             if idx is not None and idx in cls.saves:
                 return self._unpack_saved()[cls.saves.index(idx)]
             if key in self.__dict__:
@@ -308,7 +312,8 @@ class Op(Function):
     """A built-in differentiable primitive.
 
     Class attributes declare what backward needs, so forward can stay a pure array function:
-    ``saves`` (indices of inputs to save), ``saves_output``, ``save_for``, ``broadcasts`` (the
+    ``saves`` (indices of inputs to save), ``saves_output`` (True, or for an op returning a
+    tuple, the indices of the outputs to save), ``save_for``, ``broadcasts`` (the
     engine sums gradients back to each input's shape), ``view`` (the output is a view of
     input 0). ``save_for`` is torch's rule for what it saves: for each saved entry (the inputs
     in ``saves`` order, then the output), the inputs whose gradients need it, or None for
@@ -379,12 +384,15 @@ class Op(Function):
             node._anomaly = forward_stack()
         if type(out) is tuple:
             node._out_meta = [(o.shape, o.dtype) for o in out]
+            res = tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
+                        for i, o in enumerate(out))
+            if cls.saves_output:
+                _save_outputs(node, res, cls.saves_output)
             if node._extra is not None:
                 _save_extra(node)
             if LOCAL.saved_hooks and node._saved:
                 node._saved = graph.pack_saved(node, node._saved)
-            return tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
-                         for i, o in enumerate(out))
+            return res
         res = Tensor._make(out, node, 0)
         if cls.view:
             res._set_view_of(inputs[0])
@@ -411,11 +419,19 @@ def _wanted(need: tuple, deps: tuple | None) -> bool:
     return False
 
 
+def _save_outputs(node: OpNode, res: tuple, which: tuple) -> None:
+    """Save the outputs ``which`` of a multi-output op (torch saves outputs whenever the op is
+    recorded); an integer output (indices) comes back without a grad_fn."""
+    entries = tuple((OUT, (res[i]._data, res[i]._vc, 0, i if res[i]._rg else -1))
+                    for i in which)
+    node._saved = (*node._saved, *entries) if node._saved else entries
+
+
 def _save_extra(node: OpNode) -> None:
     """Append the arrays forward passed to ``ctx.save_extra`` to the node's saved entries."""
     from ember._tensor import Tensor
 
-    extra = tuple((Tensor._make(a), 0) for a in node._extra)
+    extra = tuple((Tensor._make(a), 0) if a is not None else UNSAVED for a in node._extra)
     node._extra = None
     node._saved = (*node._saved, *extra) if node._saved else extra
 

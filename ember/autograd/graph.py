@@ -115,7 +115,7 @@ class Node:
     def _unpack_output(self, data, vc, version, nr):
         from ember._tensor import Tensor
 
-        t = Tensor._make(data, self, nr)
+        t = Tensor._make(data, self, nr) if nr >= 0 else Tensor._make(data)  # -1: indices
         t._vc = vc
         if vc[0] != version:
             raise RuntimeError(_inplace_message(t, version, self))
