@@ -13,6 +13,8 @@ import itertools
 import threading
 from collections.abc import Sequence
 
+import numpy as np
+
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import warn_forward_trace
 from ember.autograd.grad_mode import STATE
@@ -118,6 +120,9 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     STATE.enabled = create_graph
     _TASKS.stack.append((next(_task_ids), nodes, runs,
                          {n for n, _ in capture} if capture else ()))
+    # Gradient formulas meet inf * 0 and the like (relu of an lp_pool's zero window): torch
+    # gives inf / NaN silently, so NumPy must not warn.
+    errs = np.seterr(divide="ignore", invalid="ignore", over="ignore")
     try:
         while ready:
             node = heapq.heappop(ready)[2]
@@ -145,6 +150,7 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     if d == 0:
                         heapq.heappush(ready, (-nxt._seq, tick(), nxt))
     finally:
+        np.seterr(**errs)
         STATE.enabled = prev
         _TASKS.stack.pop()
     return results

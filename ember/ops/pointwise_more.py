@@ -150,8 +150,9 @@ def fmod(a, b) -> Tensor:
 
 
 def _zero_grad(g: Tensor) -> Tensor:
-    """The gradient of a piecewise-constant op (floor, sign, ...): zero everywhere."""
-    return g * 0
+    """The gradient of a piecewise-constant op (floor, sign, ...): zero everywhere, even where
+    ``g`` is inf or NaN (torch's zeros_like)."""
+    return g.new_zeros(g.shape)
 
 
 def _round_decimals(x, decimals=0):
