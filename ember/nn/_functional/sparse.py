@@ -223,12 +223,12 @@ class EmbeddingBag(Op):
 
 
 class EmbeddingBagWeighted(EmbeddingBag):
-    """``mode='sum'`` with per-sample weights (input 1): the weight is saved for their
-    gradient, and they for the weight's."""
+    """``mode='sum'`` with per-sample weights (input 1): saved, and the weight too for their
+    gradient."""
 
     node_name = "EmbeddingBagBackward0"
     saves = (0, 1)
-    save_for = ((1,), (0,))
+    save_for = ((1,), None)
 
 
 def _bag_first_max(rows: np.ndarray, bag: np.ndarray, keep: np.ndarray, n_bags: int):
