@@ -7,11 +7,12 @@ and compares the inputs' gradients. ``check_error`` compares exception types.
 ``same(fn)`` compares what ``fn(ember)`` and ``fn(torch)`` print, or the exceptions they raise.
 ``fd_check`` / ``gradgrad_check`` compare ember's gradients with float64 central differences.
 ``grad_fn_names`` gives the node names of an output and of its gradient, for comparing.
+Every ``check`` also compares what backward saves, for each choice of inputs requiring grad
+(``saved_oracle.check_saved``).
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
@@ -130,117 +131,10 @@ def check(fn, *inputs, grad: bool = True, atol=1e-5, rtol=1e-4, check_dtype: boo
                 continue
             assert eg is not None, f"grad of input {i} is None in ember"
             assert_same(eg, tg, atol * 10, rtol * 10, check_dtype, what=f"grad of input {i}")
+    from saved_oracle import check_saved
+
     check_saved(fn, inputs, need, atol, rtol, check_dtype, seed)
     return eo, to
-
-
-def _count_saved(lib, fn, inputs, need):
-    """What ``fn`` packs for backward through saved_tensors_hooks when exactly the inputs
-    flagged in ``need`` require grad: the packed tensors' shapes, the outputs, the inputs."""
-    # copies: fn may write into inputs that do not require grad
-    ts = [(to_ember if lib is ember else to_torch)(
-        a.copy(order="K") if isinstance(a, np.ndarray) else a) for a in inputs]
-    for t, n in zip(ts, need):
-        if n:
-            t.requires_grad_(True)
-    packed = []
-
-    def pack(t):
-        packed.append(tuple(t.shape))
-        return t
-
-    with lib.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = fn(lib, *ts)
-    return packed, out, ts
-
-
-def _graph_saved(outs) -> list:
-    """Each node of the graphs behind ``outs`` with the shapes of the tensors it saved (for the
-    log: where ember and torch differ)."""
-    seen, res = set(), []
-    todo = [o.grad_fn for o in _flat(outs) if isinstance(o, torch.Tensor | ember.Tensor)
-            and o.grad_fn is not None]
-    while todo:
-        node = todo.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        todo.extend(n for n, _ in node.next_functions)
-        if isinstance(node, ember.autograd.graph.Node):
-            from ember.autograd.graph import PACKED
-            shapes = [tuple(v[0].shape) for t, v in node._saved or () if t is PACKED] \
-                if node._saved is not ember.autograd.graph.FREED else ["freed"]
-        else:
-            shapes = []
-            for a in dir(node):
-                v = getattr(node, a, None) if a.startswith("_saved_") else None
-                for t in v if isinstance(v, tuple | list) else (v,):
-                    if isinstance(t, torch.Tensor):
-                        shapes.append(a[7:] + str(tuple(t.shape)))
-        if shapes:
-            res.append(f"{node.name()}{shapes}")
-    return res
-
-
-SAVED_LOG = os.environ.get("EMBER_SAVED_LOG")
-
-
-def _backward_subset(eo, to, et, tt, sub, seed, atol, rtol, check_dtype) -> None:
-    """Backward with a random upstream gradient through the graph built for one choice of
-    inputs requiring grad: ember's gradients equal torch's (skipped saves break nothing)."""
-    rng = np.random.default_rng(seed)
-    e_roots, t_roots, e_grads, t_grads = [], [], [], []
-    for e, t in zip(_flat(eo), _flat(to)):
-        if isinstance(t, torch.Tensor) and t.requires_grad:
-            u = rng.standard_normal(tuple(t.shape)).astype(t.detach().numpy().dtype)
-            e_roots.append(e)
-            t_roots.append(t)
-            e_grads.append(ember.tensor(u))
-            t_grads.append(torch.tensor(u))
-    if not t_roots:
-        return
-    torch.autograd.backward(t_roots, t_grads)
-    ember.autograd.backward(e_roots, e_grads)
-    for i, n in enumerate(sub):
-        if n and tt[i].grad is not None:
-            assert et[i].grad is not None, f"grad of input {i} is None in ember ({sub})"
-            assert_same(et[i].grad, tt[i].grad, atol * 10, rtol * 10, check_dtype,
-                        what=f"grad of input {i} ({sub})")
-
-
-def check_saved(fn, inputs, need, atol, rtol, check_dtype, seed=0) -> None:
-    """For each way of choosing which of the grad-able inputs require grad, ember packs as
-    many tensors for backward as torch (it saves only what the gradients that will run need),
-    and backward through that graph gives torch's gradients."""
-    idx = [i for i, n in enumerate(need) if n]
-    for mask in range(1, 2 ** len(idx)):
-        sub = [False] * len(inputs)
-        for b, i in enumerate(idx):
-            sub[i] = bool(mask >> b & 1)
-        try:
-            pt, to, tt = _count_saved(torch, fn, inputs, sub)
-        except Exception:  # noqa: BLE001 - fn is not meant for this choice of inputs
-            continue
-        try:
-            pe, eo, et = _count_saved(ember, fn, inputs, sub)
-        except Exception as exc:  # noqa: BLE001
-            pe = eo = None
-            ne = repr(exc)
-        else:
-            ne = len(pe)
-        if ne != len(pt) and SAVED_LOG:
-            with open(SAVED_LOG, "a") as f:
-                names = [type(o.grad_fn).__name__ for o in _flat(to)
-                         if isinstance(o, torch.Tensor) and o.grad_fn is not None]
-                detail = ""
-                if os.environ.get("EMBER_SAVED_DETAIL") and eo is not None:
-                    detail = f"\t{_graph_saved(eo)}\t{_graph_saved(to)}"
-                f.write(f"{os.environ.get('PYTEST_CURRENT_TEST')}\t{sub}\t{names}\t{ne}"
-                        f"\t{len(pt)}{detail}\n")
-        if eo is not None:
-            _backward_subset(eo, to, et, tt, sub, seed, atol, rtol, check_dtype)
 
 
 def check_error(fn, *inputs, match: str | None = None):

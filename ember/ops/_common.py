@@ -62,9 +62,9 @@ def elementwise_op(name: str, fn, *grads, saves: tuple = (), node_name: str | No
     need in derivatives.yaml's words, in this order: ``"self"`` (input 0), ``"other"``
     (input 1), ``"result"`` (the output). A formula runs only for an input that needs a
     gradient, and an input that only one formula reads (found from the formulas' code) is saved
-    only when that formula will run, as torch saves (``save_plan``). Two-input ops broadcast; the engine sums their gradients
-    back to each input's shape. The grad_fn is ``<name>Backward0`` unless ``node_name`` says
-    otherwise.
+    only when that formula will run, as torch saves (``save_plan``). Two-input ops broadcast;
+    the engine sums their gradients back to each input's shape. The grad_fn is
+    ``<name>Backward0`` unless ``node_name`` says otherwise.
     """
     def forward(ctx, *arrays, **kw):
         return fn(*arrays, **kw)

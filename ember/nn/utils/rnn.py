@@ -19,7 +19,6 @@ import numpy as np
 from ember import _creation, _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
-from ember.ops.joining import cat
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence",
            "pad_packed_sequence", "pad_sequence", "unpad_sequence", "pack_sequence",
