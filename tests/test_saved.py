@@ -168,3 +168,24 @@ def test_saved_indices_are_version_checked_like_torch(op):
             values.sum().backward()
         messages.append(str(info.value).split(";")[0].split(": ")[-1])
     assert messages[0].replace("torch.", "") == messages[1].replace("ember.", "")
+
+
+def _cell(kind: str):
+    """``nn.<kind>`` (3 -> 4) run with its parameters given as inputs."""
+    def fn(m, x, h, wi, wh, bi, bh):
+        c = getattr(m.nn, kind)(3, 4)
+        for name, t in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), (wi, wh, bi, bh)):
+            delattr(c, name)
+            setattr(c, name, t)
+        return c(x, (h, h * 0.5) if kind == "LSTMCell" else h)
+    return fn
+
+
+@pytest.mark.parametrize("kind,gates", [("RNNCell", 1), ("LSTMCell", 4), ("GRUCell", 3)])
+def test_fused_cells_save_what_torchs_composite_cells_save(kind, gates):
+    """ember fuses a cell's gate math into one node; it saves what torch's CPU composite saves,
+    for every choice of inputs requiring grad (oracle.check), and backward matches."""
+    from oracle import check
+
+    check(_cell(kind), arr(2, 3), arr(2, 4), arr(gates * 4, 3), arr(gates * 4, 4),
+          arr(gates * 4), arr(gates * 4), atol=1e-5)

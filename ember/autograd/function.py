@@ -313,10 +313,10 @@ class Op(Function):
 
     Class attributes declare what backward needs, so forward can stay a pure array function:
     ``saves`` (indices of inputs to save), ``saves_output`` (True, or for an op returning a
-    tuple, the indices of the outputs to save), ``save_for``, ``broadcasts`` (the
-    engine sums gradients back to each input's shape), ``view`` (the output is a view of
+    tuple, the indices of the outputs to save, repeats allowed), ``save_for``, ``broadcasts``
+    (the engine sums gradients back to each input's shape), ``view`` (the output is a view of
     input 0). ``save_for`` is torch's rule for what it saves: for each saved entry (the inputs
-    in ``saves`` order, then the output), the inputs whose gradients need it, or None for
+    in ``saves`` order, then the outputs), the inputs whose gradients need it, or None for
     always. An entry is saved only when one of those inputs needs a gradient, so ``x * w``
     with only ``w`` requiring grad keeps ``x`` alive but not ``w``; unsaved entries read as
     None in ``saved_tensors`` (a backward keeps shapes it needs on ``ctx``). torch guards an
@@ -387,7 +387,7 @@ class Op(Function):
             res = tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
                         for i, o in enumerate(out))
             if cls.saves_output:
-                _save_outputs(node, res, cls.saves_output)
+                _save_outputs(node, res, cls.saves_output, cls.save_for, need)
             if node._extra is not None:
                 _save_extra(node)
             if LOCAL.saved_hooks and node._saved:
@@ -419,11 +419,15 @@ def _wanted(need: tuple, deps: tuple | None) -> bool:
     return False
 
 
-def _save_outputs(node: OpNode, res: tuple, which: tuple) -> None:
-    """Save the outputs ``which`` of a multi-output op (torch saves outputs whenever the op is
-    recorded); an integer output (indices) comes back without a grad_fn."""
+def _save_outputs(node: OpNode, res: tuple, which: tuple, plan, need: tuple) -> None:
+    """Save the outputs ``which`` of a multi-output op, each by its ``plan`` entry (after the
+    inputs'; torch saves its ops' outputs whenever they are recorded, but a fused op's outputs
+    may be intermediates that torch's composite saves under a guard); an integer output
+    (indices) comes back without a grad_fn."""
+    k = len(node._forward_cls.saves)
     entries = tuple((OUT, (res[i]._data, res[i]._vc, 0, i if res[i]._rg else -1))
-                    for i in which)
+                    if plan is None or _wanted(need, plan[k + j]) else UNSAVED
+                    for j, i in enumerate(which))
     node._saved = (*node._saved, *entries) if node._saved else entries
 
 
