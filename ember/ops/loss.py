@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
@@ -60,7 +61,7 @@ class NllLoss(Op):
             w = None if all_valid else valid.astype(x.dtype)
         loss = -picked if w is None else -picked * w
         denom = scalar(tc.size, x.dtype) if w is None else w.sum(dtype=x.dtype)
-        ctx.save_extra(target, *(() if weight is None else (weight,)), np.asarray(denom))
+        ctx.save_extra(target, *(() if weight is None else (weight,)), denom)
         if reduction == "mean":
             neg = -w if w is not None else scalar(-1, x.dtype)
             # torch gives a zero gradient (and a nan loss) when every target is ignored.
@@ -251,12 +252,16 @@ class SoftMarginLoss(Op):
         return (-t * s if need[0] else None), (-x * s if need[1] else None)
 
 
-def _margin_coef(dtype, n: int, c: int, t: np.ndarray, weight) -> np.ndarray:
-    """Per-(sample, class) weights of multi-margin terms: the sample's class weight, 0 at the
-    target class itself, divided by the number of classes."""
-    off = np.full((n, c), 1.0 / c, dtype=dtype)
-    off[np.arange(n), t] = 0
-    return off * weight[t][:, None].astype(dtype, copy=False) if weight is not None else off
+def _margin_coef(x, n: int, c: int, t, weight):
+    """Per-(sample, class) weights of multi-margin terms, on ``x``'s device: the sample's
+    class weight, 0 at the target class itself, divided by the number of classes."""
+    xp = xp_of(x)
+    t = xp.asarray(t)
+    off = xp.full((n, c), 1.0 / c, dtype=x.dtype)
+    off[xp.arange(n), t] = 0
+    if weight is None:
+        return off
+    return off * xp.asarray(weight)[t][:, None].astype(x.dtype, copy=False)
 
 
 class MultiMarginLoss(Op):
@@ -272,9 +277,9 @@ class MultiMarginLoss(Op):
         ctx.save_extra(target, *(() if weight is None else (weight,)))
         x2 = x if x.ndim > 1 else x[None]
         n, c = x2.shape
-        t = target.reshape(-1)
-        z = np.maximum(x2 - x2[np.arange(n), t][:, None] + scalar(margin, x.dtype), 0)
-        loss = ((z * z if p == 2 else z) * _margin_coef(x.dtype, n, c, t, weight)).sum(1)
+        t = xp_of(x).asarray(target.reshape(-1))
+        z = np.maximum(x2 - x2[xp_of(x).arange(n), t][:, None] + scalar(margin, x.dtype), 0)
+        loss = ((z * z if p == 2 else z) * _margin_coef(x, n, c, t, weight)).sum(1)
         ctx.n = n
         return _reduce(loss.reshape(target.shape) if x.ndim == 1 else loss, reduction)
 
@@ -286,13 +291,14 @@ class MultiMarginLoss(Op):
         t = target._data.reshape(-1)
         rows = np.arange(n)
         h = x2 - x2[rows, t].unsqueeze(1) + ctx.margin
-        coef = _margin_coef(x._data.dtype, n, c, t, w[0]._data if w else None)
+        coef = _margin_coef(x._data, n, c, t, w[0]._data if w else None)
         coef = Tensor._make(coef * (h._data > 0))
         if ctx.p == 2:
             coef = coef * h * 2
         g = _scaled(g, ctx)
         terms = coef * (g.reshape(n, 1) if ctx.reduction == "none" else g)
-        onehot = np.zeros((n, c), dtype=x._data.dtype)
-        onehot[rows, t] = 1
+        xp = xp_of(x._data)
+        onehot = xp.zeros((n, c), dtype=x._data.dtype)
+        onehot[xp.arange(n), xp.asarray(t)] = 1
         gx = terms - Tensor._make(onehot) * terms.sum(1, keepdim=True)
         return gx.reshape(x.shape)

@@ -175,9 +175,10 @@ class EmbeddingBag(Op):
     @staticmethod
     def forward(ctx, weight, psw=None, flat=None, bag=None, n_bags=0, mode="mean", keep=None,
                 offsets=None, scale=False):
+        xp = xp_of(weight)
         rows = weight[flat]
-        mix = np.zeros((n_bags, flat.size), dtype=weight.dtype)
-        mix[bag, np.arange(flat.size)] = keep
+        mix = xp.zeros((n_bags, flat.size), dtype=weight.dtype)
+        mix[xp.asarray(bag), xp.arange(flat.size)] = xp.asarray(keep)
         sizes = mix.sum(1).astype(np.int64)
         ctx.mode, ctx.n, ctx.scale, ctx.mix, ctx.first = mode, weight.shape[0], scale, mix, None
         ctx.bag, ctx.keep = bag, keep
