@@ -13,6 +13,8 @@ import itertools
 import threading
 from collections.abc import Sequence
 
+import numpy as np
+
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import warn_forward_trace
 from ember.autograd.grad_mode import STATE
@@ -119,6 +121,10 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     callbacks: list = []
     _TASKS.stack.append((next(_task_ids), nodes, runs,
                          {n for n, _ in capture} if capture else (), callbacks))
+    # Gradient formulas meet inf * 0 and the like (relu of an lp_pool's zero window): torch
+    # gives inf / NaN silently, so NumPy must not warn.
+    quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")
+    quiet.__enter__()  # (a with block would re-indent the loop; this costs ~1 us per backward)
     try:
         while ready:
             node = heapq.heappop(ready)[2]
@@ -148,6 +154,7 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
         while callbacks:  # a callback may queue another, as in torch
             callbacks.pop(0)()
     finally:
+        quiet.__exit__(None, None, None)
         STATE.enabled = prev
         _TASKS.stack.pop()
     return results

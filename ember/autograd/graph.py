@@ -116,7 +116,7 @@ class Node:
     def _unpack_output(self, data, vc, version, nr):
         from ember._tensor import Tensor
 
-        t = Tensor._make(data, self, nr)
+        t = Tensor._make(data, self, nr) if nr >= 0 else Tensor._make(data)  # -1: indices
         t._vc = vc
         if forward_ad.LEVEL[0] is not None:  # a saved output keeps its tangent
             tangent = self.__dict__.get("_out_tangents", {}).get(nr)

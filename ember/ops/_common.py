@@ -129,10 +129,10 @@ def elementwise_op(name: str, fn, *grads, saves: tuple = (), node_name: str | No
     Tensor ops like any backward, called as ``grad(g, *saved)``; ``saves`` names what they
     need in derivatives.yaml's words, in this order: ``"self"`` (input 0), ``"other"``
     (input 1), ``"result"`` (the output). A formula runs only for an input that needs a
-    gradient, and an entry is saved only if a formula that will run reads it (found from the
-    formulas' code), as torch saves. Two-input ops broadcast; the engine sums their gradients
-    back to each input's shape. The grad_fn is ``<name>Backward0`` unless ``node_name`` says
-    otherwise.
+    gradient, and an input that only one formula reads (found from the formulas' code) is saved
+    only when that formula will run, as torch saves (``save_plan``). Two-input ops broadcast;
+    the engine sums their gradients back to each input's shape. The grad_fn is
+    ``<name>Backward0`` unless ``node_name`` says otherwise.
     """
     def forward(ctx, *arrays, **kw):
         return fn(*arrays, **kw)
@@ -149,14 +149,24 @@ def elementwise_op(name: str, fn, *grads, saves: tuple = (), node_name: str | No
         "node_name": node_name or name + "Backward0",
         "saves": tuple(i for i, s in enumerate(_INPUTS) if s in saves),
         "saves_output": "result" in saves,
-        "save_for": tuple(tuple(i for i, f in enumerate(grads) if k in _reads(f))
-                          for k in range(len(entries))) if len(grads) > 1 else None,
+        "save_for": save_plan([{i for i, f in enumerate(grads) if k in _reads(f)}
+                               for k in range(len(entries) - ("result" in saves))],
+                              "result" in saves) if len(grads) > 1 else None,
         "broadcasts": len(grads) > 1,
         "forward": staticmethod(forward),
         "backward": staticmethod(backward),
         # The class belongs to the module that declares it, which is where its formulas are.
         "__module__": grads[0].__module__,
     })
+
+
+def save_plan(readers: list, output: bool = False) -> tuple:
+    """``Op.save_for`` by torch's rule (gen_variable_type's guards), from ``readers``: for each
+    saved input, the inputs whose gradient formulas read it. An input read by one formula only
+    is saved only when that gradient is needed; one read by several, and the output, whenever
+    the op is recorded."""
+    plan = tuple((*r,) if len(r) == 1 else None for r in readers)
+    return (*plan, None) if output else plan
 
 
 def _reads(formula) -> set:

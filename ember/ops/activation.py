@@ -352,21 +352,25 @@ class Mish(Op):
 
 
 class LogSigmoid(Op):
+    """``min(x, 0) - log1p(exp(-|x|))``; saves the input and ``exp(-|x|)`` (torch's buffer),
+    from which a first-order backward gets ``sigmoid(-x)``."""
+
     node_name = "LogSigmoidBackward0"
     saves = (0,)
 
     @staticmethod
     def forward(ctx, x):
-        e = np.abs(x, out=np.empty_like(x))  # min(x, 0) - log1p(exp(-|x|)), as torch
-        np.negative(e, out=e)
-        np.exp(e, out=e)
-        np.log1p(e, out=e)
-        return np.subtract(np.minimum(x, 0), e, out=e)
+        e = np.exp(-np.abs(x))
+        ctx.save_extra(e)
+        return np.minimum(x, 0) - np.log1p(e)
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * sigmoid(-x)
+        x, e = ctx.saved_tensors
+        if STATE.enabled:  # create_graph: a formula of x, differentiable again
+            return g * sigmoid(-x)
+        e = e._data
+        return g * Tensor._make(np.where(x._data > 0, e, 1) / (1 + e))
 
 
 class Threshold(Op):

@@ -46,7 +46,8 @@ def check_inplace(x: Tensor) -> None:
 def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
     """Run out-of-place ``fn(x, *args)`` and write the result into ``x``'s storage."""
     check_inplace(x)
-    tracked = STATE.enabled and (x._rg or any(isinstance(a, Tensor) and a._rg for a in args))
+    tracked = STATE.enabled and (x._rg or any(isinstance(a, Tensor) and a._rg
+                                              for a in (*args, *kwargs.values())))
     if not tracked:
         prev = STATE.enabled
         STATE.enabled = False

@@ -192,6 +192,8 @@ class DivRounding(Op):
 
     node_name = "DivBackward2"
     broadcasts = True
+    saves = (0, 1)
+    save_for = ((1,), None)  # torch saves them for the (zero) gradient formulas
 
     @staticmethod
     def forward(ctx, a, b, mode="floor"):
@@ -416,12 +418,12 @@ class Where(Op):
 
     @staticmethod
     def forward(ctx, a, b, cond=None):
-        ctx.cond = cond
+        ctx.save_extra(cond)  # torch saves the condition, an input without a gradient
         return np.where(cond, a, b)
 
     @staticmethod
     def backward(ctx, g):
-        c = Tensor._make(ctx.cond)
+        (c,) = ctx.saved_tensors
         zero = g.new_zeros(())
         need = ctx.needs_input_grad
         return (where(c, g, zero) if need[0] else None), (where(c, zero, g) if need[1] else None)
