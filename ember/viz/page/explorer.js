@@ -123,8 +123,10 @@
       out.push(`<g class="node kind-${n.kind}${cls(n.id)}" data-id="${n.id}" `
         + `transform="translate(${b[0]},${b[1]})"><rect width="${n.w}" height="${n.h}" rx="3"/>`
         + (text ? label(8, 15, n.label.split("\n")) : "")
-        + (flags.has(n.id) ? `<text class="badge" x="${n.w - 12}" y="12">\u26A0</text>` : "")
-        + (n.hooks && n.hooks.length ? `<text x="${n.w - 24}" y="12">\u2693</text>` : "")
+        + (flags.has(n.id) ? '<circle class="badge" r="7"/><text class="badge-text" x="-2.5" '
+          + 'y="4">!</text>' : "")
+        + (n.hooks && n.hooks.length ? `<circle class="hookdot" cx="${n.w}" r="5"><title>`
+          + `${n.hooks.length} hook(s)</title></circle>` : "")
         + "</g>");
     }
     scene.setAttribute("transform", `translate(${cam.x},${cam.y}) scale(${cam.s})`);
@@ -246,14 +248,16 @@
         + (ev.hook ? ` hook <span class="mono">${esc(ev.hook)}</span>` : "") + "</p>"
         + grads(ev.kind === "node" ? "gradients in (the input buffer)"
           : ev.kind === "accumulate" ? ".grad now" : "gradients the hook saw", ev.in)
-        + grads(ev.kind === "node" ? "gradients out (the node's backward)"
-          : "what the hook returned", ev.out);
+        + (ev.kind === "node" && st.sent ? "" : grads(ev.kind === "node"
+          ? "gradients out (the node's backward)" : "what the hook returned", ev.out));
       const rows = (st.sent || []).map((s, i) => {
         const k = inputsOf[st.run][i];
         return s && k !== undefined ? `<tr><td>\u2192 ${nodeLink(E[k].src)}</td>`
           + `<td>${grad(s)}</td></tr>` : "";
       }).join("");
-      if (rows) html += `<h3>sent along each edge</h3><table id="sent">${rows}</table>`;
+      if (rows) {
+        html += `<h3>gradients out, sent along each edge</h3><table id="sent">${rows}</table>`;
+      }
     }
     $("event").innerHTML = html;
     const q = [];
