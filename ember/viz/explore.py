@@ -41,7 +41,7 @@ def build(outputs, params: dict | None = None, run_backward: bool = True, inputs
     from ember.autograd import backward
 
     calls = None
-    if callable(outputs) and not isinstance(outputs, Tensor):
+    if callable(outputs):
         with ModuleCalls() as calls:
             outputs = outputs()
     outs = tuple(outputs) if isinstance(outputs, tuple | list) else (outputs,)
