@@ -33,7 +33,9 @@ class _WeightNormInterface(Op):
     def backward(ctx, grad):
         v, g, norms = ctx.saved_tensors
         axes = tuple(i for i in range(v.ndim) if i != ctx.dim)
-        sums = (grad * v).sum(axes, keepdim=True)  # torch's per_dim_sums
+        sums = grad * v  # torch's per_dim_sums (a 1-d v has one weight per norm)
+        if axes:
+            sums = sums.sum(axes, keepdim=True)
         gb = g.reshape(norms.shape)
         grad_v = (gb / norms) * (grad - v * (sums / (norms * norms)))
         grad_g = (sums / norms).reshape(g.shape)

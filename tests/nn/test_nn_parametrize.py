@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from oracle import assert_same, same
+from oracle import arr, assert_same, check, positive, same
 
 import ember
 
@@ -67,6 +67,17 @@ def test_weight_norm_matches_torch(make, dim, xshape):
     assert type(e.weight.grad_fn).__name__ == type(t.weight.grad_fn).__name__
     assert_same(e.weight, t.weight)
     _grads_match(e, t, R.standard_normal(xshape).astype(np.float32))
+
+
+@pytest.mark.parametrize("vshape,gshape,dim", [
+    ((4, 3), (4, 1), 0), ((4, 3), (1, 3), 1), ((2, 3, 4), (1, 3, 1), 1), ((5,), (5,), 0),
+    ((4, 3), (), -1),
+])
+def test_weight_norm_op(vshape, gshape, dim):
+    """torch._weight_norm and norm_except_dim: values, gradients, saved tensors."""
+    check(lambda lib, v, g: lib._weight_norm(v, g, dim), arr(*vshape), positive(*gshape))
+    check(lambda lib, v: lib.norm_except_dim(v, 2, dim), arr(*vshape))
+    check(lambda lib, v: lib.norm_except_dim(v, 3, dim), arr(*vshape))
 
 
 def test_weight_norm_repr_and_keys():
