@@ -91,6 +91,7 @@ def test_swalr_state_dict_round_trip():
         p = lib.nn.Parameter(lib.zeros(1))
         opt = lib.optim.SGD([p], lr=0.5)
         s1 = lib.optim.swa_utils.SWALR(opt, swa_lr=0.05, anneal_strategy="linear")
+        opt.step()
         s1.step()
         state = s1.state_dict()
         assert "optimizer" not in state and "anneal_func" not in state
