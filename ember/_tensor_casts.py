@@ -90,10 +90,15 @@ class TensorCasts:
         return self
 
     def share_memory_(self) -> TensorCasts:
-        return self
+        """Move the values into shared memory (in place), for other processes to use."""
+        from ember.multiprocessing._shared import share_memory_
+
+        return share_memory_(self)
 
     def is_shared(self) -> bool:
-        return False
+        from ember.multiprocessing._shared import is_shared
+
+        return is_shared(self)
 
     def is_pinned(self) -> bool:
         return False
