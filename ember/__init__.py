@@ -77,7 +77,7 @@ _LAZY_MODULES = {
     "distributed", "distributions", "profiler", "multiprocessing",
 }
 _LAZY_NAMES = {"save": "ember.serialization", "load": "ember.serialization",
-               "compile": "ember._compile"}
+               "compile": "ember._compile", "from_dlpack": "ember.utils.dlpack"}
 
 
 def __getattr__(name: str):
