@@ -10,27 +10,42 @@ from ember.distributions import constraints, transforms
 from ember.distributions.bernoulli import Bernoulli
 from ember.distributions.beta import Beta
 from ember.distributions.categorical import Categorical
+from ember.distributions.cauchy import Cauchy
+from ember.distributions.chi2 import Chi2
 from ember.distributions.dirichlet import Dirichlet
 from ember.distributions.distribution import Distribution
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.exponential import Exponential
 from ember.distributions.gamma import Gamma
+from ember.distributions.geometric import Geometric
+from ember.distributions.half_normal import HalfNormal
 from ember.distributions.independent import Independent
 from ember.distributions.kl import kl_divergence, register_kl
 from ember.distributions.laplace import Laplace
+from ember.distributions.log_normal import LogNormal
+from ember.distributions.mixture_same_family import MixtureSameFamily
+from ember.distributions.multinomial import Multinomial
 from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.normal import Normal
 from ember.distributions.one_hot_categorical import (
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
 )
+from ember.distributions.relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
+from ember.distributions.relaxed_categorical import (
+    ExpRelaxedCategorical,
+    RelaxedOneHotCategorical,
+)
+from ember.distributions.studentT import StudentT
 from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.transforms import *  # noqa: F403
 from ember.distributions.transforms import __all__ as _transforms_all
 from ember.distributions.uniform import Uniform
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution",
-           "ExponentialFamily", "Exponential", "Gamma", "Independent", "Laplace",
-           "MultivariateNormal", "Normal", "OneHotCategorical",
-           "OneHotCategoricalStraightThrough", "TransformedDistribution", "Uniform",
+__all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
+           "ExpRelaxedCategorical", "ExponentialFamily", "Exponential", "Gamma", "Geometric",
+           "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
            "constraints", "kl_divergence", "register_kl", "transforms", *_transforms_all]

@@ -61,6 +61,23 @@ CASES = {
         D.Independent(D.Normal(m, s), 1), D.transforms.TanhTransform()), [_arr(2, 3), _pos(2, 3)]),
     "StickBreaking": (lambda D, m, s: D.TransformedDistribution(
         D.Normal(m, s), D.transforms.StickBreakingTransform()), [_arr(2, 3), _pos(2, 3)]),
+    "Geometric": (lambda D, p: D.Geometric(p), [_pos(5, low=0.1, high=0.9)]),
+    "Geometric-logits": (lambda D, logit: D.Geometric(logits=logit), [_arr(5)]),
+    "LogNormal": (lambda D, m, s: D.LogNormal(m, s), [_arr(4), _pos(4)]),
+    "HalfNormal": (lambda D, s: D.HalfNormal(s), [_pos(4)]),
+    "Cauchy": (lambda D, m, s: D.Cauchy(m, s), [_arr(4), _pos(4)]),
+    "Chi2": (lambda D, df: D.Chi2(df), [_pos(5, low=0.5, high=6.0)]),
+    "StudentT": (lambda D, df, m, s: D.StudentT(df, m, s), [_pos(5, low=0.5, high=5.0),
+                                                           _arr(5), _pos(5)]),
+    "Multinomial": (lambda D, p: D.Multinomial(7, p), [_probs(3, 4)]),
+    "RelaxedBernoulli": (lambda D, t, p: D.RelaxedBernoulli(t, probs=p),
+                         [_pos(1, low=0.3, high=2.0), _pos(4, low=0.1, high=0.9)]),
+    "RelaxedOneHot": (lambda D, t, logit: D.RelaxedOneHotCategorical(t, logits=logit),
+                      [_pos(1, low=0.3, high=2.0), _arr(2, 4)]),
+    "MixtureSameFamily": (lambda D, w, m, s: D.MixtureSameFamily(
+        D.Categorical(w), D.Normal(m, s)), [_probs(2, 3), _arr(2, 3), _pos(2, 3)]),
+    "Mixture-MVN": (lambda D, w, m: D.MixtureSameFamily(
+        D.Categorical(logits=w), D.Independent(D.Normal(m, 1.0), 1)), [_arr(3), _arr(3, 2)]),
 }
 NAMES = list(CASES)
 
@@ -168,8 +185,8 @@ def test_moments_and_entropy(name, what):
         _backward_same(eout, tout, eps, tps, atol=1e-3)
 
 
-@pytest.mark.parametrize("name", ["Normal", "Uniform", "Exponential", "Laplace",
-                                  "LogNormal-transformed", "Affine-Sigmoid"])
+@pytest.mark.parametrize("name", ["Normal", "Uniform", "Exponential", "Laplace", "HalfNormal",
+                                  "Cauchy", "LogNormal-transformed", "Affine-Sigmoid"])
 def test_cdf_icdf(name):
     e, et, t, tt = _pair(name)
     v = _support_values(t)
