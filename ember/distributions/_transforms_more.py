@@ -8,7 +8,8 @@ from numbers import Number
 
 import ember
 from ember.distributions import constraints
-from ember.distributions.transforms import Transform, _clipped_sigmoid
+from ember.distributions._transforms_elementwise import _clipped_sigmoid
+from ember.distributions.transforms import Transform
 from ember.nn import functional as F
 
 
