@@ -137,3 +137,25 @@ def test_quickstart_replays_torchs_run(tmp_path, shuffle):
     assert len(e_losses) == len(t_losses) == 2
     np.testing.assert_allclose(e_losses, t_losses, rtol=1e-4)
     assert abs(e_avg - t_avg) < 1e-4 and abs(e_acc - t_acc) < 2e-3
+
+
+def test_func_per_sample_grads():
+    out = run_example("func_per_sample_grads.py")
+    assert "linear_relu_stack.0.weight     per-sample grad shape (64, 512, 784)" in out
+    assert "per-sample grads match the loop: True" in out
+    assert "mean of per-sample grads = batch grad: True" in out
+
+
+def test_func_ensemble():
+    out = run_example("func_ensemble.py")
+    assert "'0.weight': (5, 16, 8)" in out
+    assert "same minibatch: output (5, 4, 3) matches the loop: True" in out
+    assert "own minibatch:  output (5, 4, 3) matches the loop: True" in out
+    assert "gradients flow to the stacked weights: True" in out
+
+
+def test_func_hvp():
+    out = run_example("func_hvp.py")
+    assert out.count("max err") == 3
+    assert "all three agree with the analytic H v: True" in out
+    assert "Hessian is symmetric: True" in out
