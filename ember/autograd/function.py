@@ -19,6 +19,7 @@ from ember.autograd.graph import FREED, LOCAL, OUT, Node, grad_accumulator
 
 UNSAVED = (None, 0)  # a saved-tensor slot left empty: no gradient formula that reads it runs
 PROFILER: list = [None]  # the autograd.profiler recording in progress (Op.apply reports to it)
+VMAP: list = [None]  # while ember.func.vmap runs batched: its dispatcher (None: no batched input)
 
 
 class _Scratch:
@@ -362,6 +363,8 @@ class Op(Function):
 
         if PROFILER[0] is not None:
             return PROFILER[0].op(cls, inputs, kw)
+        if VMAP[0] is not None and (res := VMAP[0](cls, inputs, kw)) is not None:
+            return res
         if forward_ad.LEVEL[0] is not None and forward_ad.active(inputs):
             return _dual_apply(cls, inputs, kw)
         if STATE.enabled:

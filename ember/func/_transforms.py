@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 
 from ember.autograd.grad_mode import enable_grad
+from ember.func._batched import LEVELS, batched_grads, grad_input
 from ember.func._pytree import flatten, unflatten
 
 _DEPTH = [0]  # how many transforms are running (an inner one keeps its results' graph)
@@ -35,9 +36,12 @@ def _level(leaves):
 
 
 def _wrap(x):
-    """A fresh handle on ``x`` to differentiate against (keeps x's own graph, if any)."""
+    """A fresh handle on ``x`` to differentiate against (keeps x's own graph, if any); inside
+    a batched vmap, one with a physical batch dim (per-sample gradients need one)."""
     if not isinstance(x, _tensor()):
         return x
+    if LEVELS and (w := grad_input(x)) is not None:
+        return w
     return x.view_as(x) if x.requires_grad else x.detach().requires_grad_(
         x.dtype.is_floating_point)
 
@@ -51,6 +55,8 @@ def _grads(outputs, inputs, cotangents) -> list:
     from ember._creation import zeros_like
     from ember.autograd import grad
 
+    if LEVELS and (gs := batched_grads(outputs, inputs, cotangents)) is not None:
+        return gs
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
     if not pairs:
         return [zeros_like(x) for x in inputs]
@@ -152,9 +158,9 @@ def vjp(func, *primals, has_aux: bool = False):
 
 def _jvp(outs, xs, tangents) -> list:
     """J t for each output: the gradient of <J^T u, t> with respect to u, at u = 0."""
-    from ember._creation import zeros_like
+    from ember._creation import zeros, zeros_like
 
-    us = [zeros_like(o).requires_grad_() for o in outs]
+    us = [_wrap(zeros(o.shape, dtype=o.dtype)) for o in outs]
     gs = _grads(outs, xs, us)
     terms = [(g * t).sum() for g, t in zip(gs, tangents) if g.requires_grad]
     if not terms:

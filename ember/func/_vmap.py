@@ -1,11 +1,14 @@
 """vmap: map a function over a batch dimension of its inputs.
 
-ember has no batched kernels, so ``vmap(f)(xs)`` runs ``f`` on each slice of the batch and
-stacks the results along ``out_dims``. The values are what torch's batching rules compute;
-what differs is speed (one call per sample) and that data-dependent Python inside ``f`` runs
-per sample instead of raising. ``randomness`` is honoured: "error" refuses random ops,
-"same" gives every sample the same draws, "different" independent ones (not torch's numbers:
-torch draws for the whole batch at once).
+``vmap(f)(xs)`` runs ``f`` once, on BatchedTensors (``_batched``) whose ops go through batching
+rules (``_batching_rules``), and moves the batch dim of the results to ``out_dims``. Where
+that cannot work (``f`` reads a batched tensor's data: ``item()``, data-dependent Python, an
+in-place write into a batched tensor, an op implemented in NumPy outside ``Op.apply``) and
+under randomness "same" or "different", it runs ``f`` on each slice of the batch and stacks
+the results, as torch's semantics ask: data-dependent Python runs per sample instead of
+raising. ``randomness`` is honoured: "error" refuses random ops, "same" gives every sample the
+same draws, "different" independent ones (not torch's numbers: torch draws for the whole batch
+at once).
 """
 
 from __future__ import annotations
@@ -80,6 +83,11 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
         leaves, spec = flatten(args)
         gen = _random.default_generator
         start = gen._snapshot()
+        if randomness == "error":
+            try:
+                return _batched_call(func, pairs, spec, sizes[0], out_dims, kwargs)
+            except Exception:  # noqa: BLE001 - the loop gives the semantics (and the errors)
+                gen._restore(start)
         outs = []
         prev, RANDOMNESS[0] = RANDOMNESS[0], randomness
         try:
@@ -92,6 +100,35 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
             RANDOMNESS[0] = prev
         return _stack(func, outs, out_dims)
     return wrapped
+
+
+def _batched_call(func, pairs, spec, size: int, out_dims, kwargs):
+    """``func`` run once on BatchedTensors; Unbatchable (or any error) sends vmap to its loop."""
+    from ember._tensor import Tensor
+    from ember.func._batched import Unbatchable, batched_level, level_of, unwrap_output, wrap
+
+    prev, RANDOMNESS[0] = RANDOMNESS[0], "error"
+    try:
+        with batched_level(size) as level:
+            args = [x if d is None else wrap(x.movedim(d, 0) if d else x, level)
+                    for x, d in pairs]
+            out = func(*unflatten(args, spec), **kwargs)
+            outs, ospec = flatten(out)
+            dims = flatten(out_dims)[0] if isinstance(out_dims, tuple | list) else \
+                [out_dims] * len(outs)
+            if len(dims) != len(outs) or not all(isinstance(o, Tensor) for o in outs):
+                raise Unbatchable("outputs the loop reports on")
+            res = []
+            for o, d in zip(outs, dims):
+                if d is None:
+                    if level_of(o) == level:
+                        raise Unbatchable("a batched output with out_dims None")
+                    res.append(o)
+                else:
+                    res.append(unwrap_output(o, level, size, d % (o.ndim + 1)))
+    finally:
+        RANDOMNESS[0] = prev
+    return unflatten(res, ospec)
 
 
 def _stack(func, outs: list, out_dims):

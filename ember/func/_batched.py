@@ -1,0 +1,254 @@
+"""BatchedTensor: what ``vmap``'s function sees, one tensor standing for a whole batch.
+
+A BatchedTensor of level ``L`` wraps a *physical* tensor whose dim 0 is the batch and whose
+other dims are the *logical* tensor the function thinks it holds (torch's BatchedTensor idea,
+with the batch dim always kept in front). ``shape``, ``dtype``, ``ndim`` report the logical
+tensor. Every op reaches ``Op.apply``, whose one vmap check sends it here: the op's batching
+rule (``_batching_rules``) runs ordinary ember ops on the physical tensors and the result is
+wrapped again. So autograd records the physical computation, nested vmaps recurse (a rule's
+ops may meet BatchedTensors of an outer level), and backward formulas need no rules at all.
+
+Anything that needs the raw array of a BatchedTensor (``item()``, data-dependent Python,
+NumPy calls in a Python-level op, in-place writes) raises ``Unbatchable``; ``vmap`` then runs
+the function once per sample instead, as ember did before it had batching rules.
+"""
+
+from __future__ import annotations
+
+from ember._size import Size
+from ember._tensor import Tensor
+from ember.autograd import function
+
+LEVELS: list = []  # (level, batch size) of the vmaps running batched, innermost last
+
+
+class Unbatchable(Exception):
+    """Raised where a batched run cannot go on; vmap falls back to its per-sample loop."""
+
+
+class _Meta:
+    """A BatchedTensor's ``_data``: the logical shape and dtype that ember's Python-level
+    checks read (``x._data.shape``), and an error for anything that reads the values."""
+
+    __slots__ = ("shape", "dtype", "ndim", "size", "itemsize", "nbytes", "_physical", "_level")
+    __array_ufunc__ = None  # NumPy arithmetic on it raises TypeError
+
+    def __init__(self, physical, shape: tuple, dtype, level: int) -> None:
+        self._physical, self._level = physical, level
+        self.shape, self.dtype, self.ndim = shape, dtype, len(shape)
+        n = 1
+        for s in shape:
+            n *= s
+        self.size, self.itemsize, self.nbytes = n, dtype.itemsize, n * dtype.itemsize
+
+    def reshape(self, shape, **kw) -> None:
+        """``reshape``'s "is a view possible" probe, asked of the physical array (ValueError
+        when not: reshape then copies first, as it does for a plain tensor)."""
+        import numpy as np
+
+        np.reshape(self._physical, (self._physical.shape[0], *shape), **kw)
+
+    def astype(self, dtype, copy: bool = True) -> _Meta:
+        """The array an op takes as a keyword argument (nll_loss's target): still batched,
+        so ``Op.apply``'s hook finds it and the rule gets the physical array."""
+        p = self._physical.astype(dtype, copy=copy)
+        return _Meta(p, self.shape, p.dtype, self._level)
+
+    def _values(self, *args, **kwargs):
+        raise Unbatchable("the function reads a BatchedTensor's values")
+
+    __array__ = __getitem__ = __setitem__ = __iter__ = __len__ = __bool__ = _values
+    __float__ = __int__ = __index__ = _values
+
+    def __getattr__(self, name: str):
+        raise Unbatchable(f"the function reads a BatchedTensor's array (.{name})")
+
+
+class BatchedTensor(Tensor):
+    """A logical tensor of one vmap level, backed by a physical tensor with the batch first."""
+
+    __slots__ = ("_value", "_level", "_meta")
+    _data = property(lambda self: self._meta)
+
+    @property
+    def shape(self) -> Size:
+        return tuple.__new__(Size, self._value.shape[1:])
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[dim if dim < 0 else dim]
+
+    @property
+    def dtype(self):
+        return self._value.dtype
+
+    @property
+    def device(self):
+        return self._value.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._value.is_cuda
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._value.is_cpu
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim - 1
+
+    def dim(self) -> int:
+        return self._value.ndim - 1
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._value.element_size()
+
+    @property
+    def itemsize(self) -> int:
+        return self._value.itemsize
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._value.requires_grad
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self._value.requires_grad_(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._value.grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._value.is_leaf
+
+    def detach(self) -> Tensor:
+        return wrap(self._value.detach(), self._level)
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        return f"BatchedTensor(lvl={self._level}, bdim=0, value=\n{self._value!r}\n)"
+
+
+def wrap(value: Tensor, level: int) -> BatchedTensor:
+    t = object.__new__(BatchedTensor)
+    t._value, t._level = value, level
+    t._meta = _Meta(value._data, tuple(value.shape[1:]), value._data.dtype, level)
+    # _rg True: ember's Python-level fast paths (views, x[i]) skip Op.apply for tensors that
+    # need no graph; a BatchedTensor must always take the Op path to meet its batching rule
+    t._rg, t._grad_fn, t._grad, t._vc = True, None, None, [0]
+    t._base, t._output_nr, t._aux = None, 0, None
+    return t
+
+
+def level_of(t) -> int:
+    return t._level if type(t) is BatchedTensor else 0
+
+
+def physical(t, level: int, size: int):
+    """``t``'s physical tensor at ``level``: batched ones unwrapped, others expanded."""
+    if type(t) is BatchedTensor and t._level == level:
+        return t._value
+    return t.unsqueeze(0).expand(size, *t.shape)
+
+
+def dispatch(cls, inputs: tuple, kw: dict):
+    """``Op.apply``'s vmap hook: the op through its batching rule, or None (no batched input)."""
+    from ember.func._batching_rules import apply_rule
+
+    level = 0
+    for t in inputs:
+        if type(t) is BatchedTensor and t._level > level:
+            level = t._level
+    for t in kw.values():
+        if type(t) in (BatchedTensor, _Meta) and t._level > level:
+            level = t._level
+    if not level:
+        return None
+    size = next(s for lvl, s in LEVELS if lvl == level)
+    vals = [t._value if type(t) is BatchedTensor and t._level == level else t for t in inputs]
+    bd = [type(t) is BatchedTensor and t._level == level for t in inputs]
+    kwb = {k: type(v) in (BatchedTensor, _Meta) and v._level == level for k, v in kw.items()}
+    kw = {k: (v._value if type(v) is BatchedTensor else v._physical) if kwb[k] else v
+          for k, v in kw.items()}
+    out = apply_rule(cls, vals, bd, kw, kwb, size)
+    if type(out) is tuple:
+        return tuple(wrap(o, level) for o in out)
+    return wrap(out, level)
+
+
+class batched_level:
+    """The extent of one batched vmap: pushes its level and installs the Op.apply hook."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __enter__(self) -> int:
+        self.level = (LEVELS[-1][0] if LEVELS else 0) + 1
+        LEVELS.append((self.level, self.size))
+        function.VMAP[0] = dispatch
+        return self.level
+
+    def __exit__(self, *exc) -> None:
+        LEVELS.pop()
+        if not LEVELS:
+            function.VMAP[0] = None
+
+
+def grad_input(x):
+    """``grad``'s fresh handle on ``x`` inside a batched vmap: per-sample gradients need an
+    input with a physical batch dim, so an unbatched one is expanded (a stride-0 view) first;
+    the gradient of the batch's summed loss with respect to it is then one row per sample."""
+    level, size = LEVELS[-1]
+    if not isinstance(x, Tensor) or level_of(x) == level:
+        return None
+    v = x.unsqueeze(0).expand(size, *x.shape)
+    return wrap(v if x.requires_grad else v.detach().requires_grad_(
+        x.dtype.is_floating_point), level)
+
+
+def batched_grads(outputs, inputs, cotangents) -> list | None:
+    """``_grads`` over BatchedTensors of the innermost batched level: autograd on their
+    physical tensors (samples never mix, so the summed loss's gradient is per sample)."""
+    from ember._creation import zeros_like
+    from ember.autograd import grad
+
+    if not LEVELS:
+        return None
+    level, size = LEVELS[-1]
+    if not any(level_of(t) == level for t in (*outputs, *inputs)):
+        return None
+    if any(level_of(x) != level for x in inputs):
+        # an input made inside the vmap without grad's batched handle: its per-sample
+        # gradients have no physical tensor to land on
+        raise Unbatchable("a gradient with respect to an unbatched tensor")
+    xs = [x._value for x in inputs]
+    pairs = [(physical(o, level, size), physical(c, level, size))
+             for o, c in zip(outputs, cotangents) if o.requires_grad]
+    if not pairs:
+        return [wrap(zeros_like(x), level) for x in xs]
+    gs = grad([o for o, _ in pairs], xs, [c for _, c in pairs], retain_graph=True,
+              create_graph=True, allow_unused=True)
+    return [wrap(zeros_like(x) if g is None else g, level) for g, x in zip(gs, xs)]
+
+
+def unwrap_output(t, level: int, size: int, out_dim: int):
+    """A batched vmap's result: the physical tensor with its batch dim moved to ``out_dim``
+    (a result that does not depend on the batch is expanded, as torch does)."""
+    p = physical(t, level, size)
+    return p if out_dim == 0 else p.movedim(0, out_dim)
