@@ -231,3 +231,26 @@ def test_batched_tensor_repr_and_shape_inside_vmap():
         return a
     ember.func.vmap(fn)(ember.ones(4, 3, 2))
     assert seen == [((3, 2), 2, 2, 6, 3, ember.float32), "BatchedTensor(lvl=1, bdim=0, value="]
+
+
+@pytest.mark.parametrize("name", ["vmap_vmap_grad", "vmap_jacfwd", "grad_closure",
+                                  "hessian_in_dim_1"])
+def test_nested_compositions_match_torch(name):
+    cases = {
+        "vmap_vmap_grad": lambda m, a: m.func.vmap(m.func.grad(f))(a),
+        "vmap_jacfwd": lambda m, a: m.func.jacfwd(lambda t: t.exp() * t.sum())(a[0]),
+        "grad_closure": lambda m, a: m.func.grad(lambda w: (w * a[0]).sin().sum())(a[1]),
+        "hessian_in_dim_1": lambda m, a: m.func.vmap(m.func.hessian(f), in_dims=1)(a),
+    }
+    vmapped(cases[name], 0, B3)
+
+
+def test_vmap_over_a_vjp_fn_from_outside():
+    # the vjp's inputs were made outside the vmap: ember runs it per sample (still one answer)
+    for m in (ember, torch):
+        x = m.tensor(M)
+        _, fn = m.func.vjp(lambda y: y.exp() * y, x)
+        out = m.func.vmap(fn)(m.eye(5).expand(3, 5, 5).permute(1, 0, 2).contiguous())[0]
+        if m is ember:
+            e = out.numpy()
+    _close(e, out.numpy())

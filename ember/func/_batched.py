@@ -210,41 +210,60 @@ class batched_level:
             function.VMAP[0] = None
 
 
+def _full_physical(t):
+    """``t`` as a plain tensor with one leading dim per running vmap level (outermost first):
+    batched levels unwrapped, the others expanded (ops at the lower levels)."""
+    for lvl, size in reversed(LEVELS):
+        t = t._value if level_of(t) == lvl else t.unsqueeze(0).expand(size, *t.shape)
+    return t
+
+
+def _rewrap(p):
+    for lvl, _ in LEVELS:
+        p = wrap(p, lvl)
+    return p
+
+
+def _wrapped_at_every_level(t) -> bool:
+    for lvl, _ in reversed(LEVELS):
+        if level_of(t) != lvl:
+            return False
+        t = t._value
+    return True
+
+
 def grad_input(x):
-    """``grad``'s fresh handle on ``x`` inside a batched vmap: per-sample gradients need an
-    input with a physical batch dim, so an unbatched one is expanded (a stride-0 view) first;
-    the gradient of the batch's summed loss with respect to it is then one row per sample."""
-    level, size = LEVELS[-1]
-    if not isinstance(x, Tensor) or level_of(x) == level:
+    """``grad``'s fresh handle on ``x`` inside batched vmaps: per-sample gradients need an
+    input with a physical dim for every level (an unbatched one is expanded, a stride-0
+    view, first); the gradient of the summed losses with respect to it is then one slice per
+    sample."""
+    if not isinstance(x, Tensor):
         return None
-    v = x.unsqueeze(0).expand(size, *x.shape)
-    return wrap(v if x.requires_grad else v.detach().requires_grad_(
-        x.dtype.is_floating_point), level)
+    p = _full_physical(x)
+    return _rewrap(p.view_as(p) if p.requires_grad else p.detach().requires_grad_(
+        p.dtype.is_floating_point))
 
 
 def batched_grads(outputs, inputs, cotangents) -> list | None:
-    """``_grads`` over BatchedTensors of the innermost batched level: autograd on their
-    physical tensors (samples never mix, so the summed loss's gradient is per sample)."""
+    """``_grads`` inside batched vmaps: autograd on the physical tensors (samples never mix,
+    so the gradient of the summed outputs is per sample)."""
     from ember._creation import zeros_like
     from ember.autograd import grad
 
     if not LEVELS:
         return None
-    level, size = LEVELS[-1]
-    if not any(level_of(t) == level for t in (*outputs, *inputs)):
-        return None
-    if any(level_of(x) != level for x in inputs):
-        # an input made inside the vmap without grad's batched handle: its per-sample
-        # gradients have no physical tensor to land on
-        raise Unbatchable("a gradient with respect to an unbatched tensor")
-    xs = [x._value for x in inputs]
-    pairs = [(physical(o, level, size), physical(c, level, size))
+    if not all(_wrapped_at_every_level(x) for x in inputs):
+        # an input from outside the vmap (vmap over a vjp_fn): its per-sample gradients have
+        # no physical tensor to land on
+        raise Unbatchable("a gradient with respect to a tensor from outside the vmap")
+    xs = [_full_physical(x) for x in inputs]
+    pairs = [(_full_physical(o), _full_physical(c))
              for o, c in zip(outputs, cotangents) if o.requires_grad]
     if not pairs:
-        return [wrap(zeros_like(x), level) for x in xs]
+        return [_rewrap(zeros_like(x)) for x in xs]
     gs = grad([o for o, _ in pairs], xs, [c for _, c in pairs], retain_graph=True,
               create_graph=True, allow_unused=True)
-    return [wrap(zeros_like(x) if g is None else g, level) for g, x in zip(gs, xs)]
+    return [_rewrap(zeros_like(x) if g is None else g) for g, x in zip(gs, xs)]
 
 
 def unwrap_output(t, level: int, size: int, out_dim: int):
