@@ -4,9 +4,11 @@
 ``create_graph``, so transforms compose: ``jacrev(jacrev(f))``, ``vmap(grad(f))``); ``jvp`` and
 ``jacfwd`` use the double-vjp identity (``J v`` is the gradient of ``<J^T u, v>`` in ``u``),
 which nests without limit where torch's dual tensors allow one level; ``hessian`` is
-``jacfwd(jacrev(f))``. ``vmap`` maps a function over a batch dimension by running it on each
-slice and stacking the results (ember has no batched kernels: see "Known differences").
-``functional_call`` and ``stack_module_state`` run a module with other parameters.
+``jacfwd(jacrev(f))``. ``vmap`` maps a function over a batch dimension by running it once on
+BatchedTensors whose ops have batching rules (``_batched``, ``_batching_rules``), falling back
+to one call per sample where the function reads a batched tensor's data; ``vmap(grad(f))``
+gives per-sample gradients from one batched backward. ``functional_call`` and
+``stack_module_state`` run a module with other parameters.
 """
 
 from __future__ import annotations

@@ -69,6 +69,10 @@ class BatchedTensor(Tensor):
 
     __slots__ = ("_value", "_level", "_meta")
     _data = property(lambda self: self._meta)
+    # Always "requires grad" to ember's Python-level fast paths (views, x[i], reshape), which
+    # skip Op.apply for tensors that need no graph: a BatchedTensor must meet its batching
+    # rule there. Writes (an int result's ``_rg = False``) are ignored.
+    _rg = property(lambda self: True, lambda self, value: None)
 
     @property
     def shape(self) -> Size:
@@ -149,9 +153,7 @@ def wrap(value: Tensor, level: int) -> BatchedTensor:
     t = object.__new__(BatchedTensor)
     t._value, t._level = value, level
     t._meta = _Meta(value._data, tuple(value.shape[1:]), value._data.dtype, level)
-    # _rg True: ember's Python-level fast paths (views, x[i]) skip Op.apply for tensors that
-    # need no graph; a BatchedTensor must always take the Op path to meet its batching rule
-    t._rg, t._grad_fn, t._grad, t._vc = True, None, None, [0]
+    t._grad_fn, t._grad, t._vc = None, None, [0]
     t._base, t._output_nr, t._aux = None, 0, None
     return t
 
