@@ -121,13 +121,20 @@ OPS = {
                              m.nn.functional.mse_loss(a, b, reduction="none")), (0, None),
             (B3, M)),
     "conv2d": (lambda m, x, w: m.nn.functional.conv2d(x, w, padding=1), (0, None), (IMG, W)),
+    # no rule: these ops run once per sample inside the one batched call
+    "advanced_index": (lambda m, a: a[m.tensor([0, 2])] * 2, 0, (B3,)),
+    # ops whose Python side reads the data (NumPy on x._data): the whole call runs per sample
+    "layer_norm": (lambda m, a: m.nn.functional.layer_norm(a, (5,)), 0, (B3,)),
+    "embedding": (lambda m, w, i: m.nn.functional.embedding(i, w), (None, 0),
+                  (M, T % 3)),
 }
+PER_SAMPLE = {"layer_norm", "embedding"}
 
 
 @pytest.mark.parametrize("name", list(OPS))
 def test_vmap_of_op_matches_torch_and_a_loop(name):
     fn, in_dims, arrays = OPS[name]
-    vmapped(fn, in_dims, *arrays)
+    vmapped(fn, in_dims, *arrays, once=name not in PER_SAMPLE)
 
 
 def test_out_dims_and_nested_vmap():
