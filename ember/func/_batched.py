@@ -15,7 +15,6 @@ the function once per sample instead, as ember did before it had batching rules.
 
 from __future__ import annotations
 
-from ember._size import Size
 from ember._tensor import Tensor
 from ember.autograd import function
 
@@ -74,16 +73,7 @@ class BatchedTensor(Tensor):
     # rule there. Writes (an int result's ``_rg = False``) are ignored.
     _rg = property(lambda self: True, lambda self, value: None)
 
-    @property
-    def shape(self) -> Size:
-        return tuple.__new__(Size, self._value.shape[1:])
-
-    def size(self, dim: int | None = None):
-        return self.shape if dim is None else self.shape[dim if dim < 0 else dim]
-
-    @property
-    def dtype(self):
-        return self._value.dtype
+    # shape, size(), ndim, numel(), dtype: Tensor's own, reading the logical _Meta
 
     @property
     def device(self):
@@ -96,30 +86,6 @@ class BatchedTensor(Tensor):
     @property
     def is_cpu(self) -> bool:
         return self._value.is_cpu
-
-    @property
-    def ndim(self) -> int:
-        return self._value.ndim - 1
-
-    def dim(self) -> int:
-        return self._value.ndim - 1
-
-    ndimension = dim
-
-    def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    nelement = numel
-
-    def element_size(self) -> int:
-        return self._value.element_size()
-
-    @property
-    def itemsize(self) -> int:
-        return self._value.itemsize
 
     def __len__(self) -> int:
         if self.ndim == 0:
