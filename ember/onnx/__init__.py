@@ -1,0 +1,126 @@
+"""``ember.onnx.export``: write a model as an ONNX file (needs the ``onnx`` package, the
+``ember[onnx]`` extra; ``import ember`` does not import it).
+
+How data flows:
+
+1. ``_record.record`` runs the forward once with a recorder in ``Op.apply`` (the profiler's
+   hook): every ember op appends an ``Entry`` (its class, input tensors, keyword arguments,
+   outputs). Recurrent modules (LSTM, GRU, RNN) are recorded whole, as ONNX has nodes for them.
+2. A second recording, with other input values and the ``dynamic_axes`` doubled, tells which
+   dims are dynamic, and catches values computed outside ember's ops (they would be frozen).
+3. ``_graph.Builder`` walks the entries: each op's converter (``_ops``, ``_rnn``) emits ONNX
+   nodes; parameters and buffers become initializers under their ``state_dict`` names, other
+   arrays constants.
+4. The nodes, initializers, inputs and outputs make a ModelProto, checked and saved to ``f``.
+
+Why ember's op level and not the compiler's NumPy-level capture (``ember.compiler``): ops
+such as convolution, pooling, batch norm and attention are one ember op each and one ONNX node
+each, whereas at the NumPy level they are im2col strides, GEMMs and reductions that would
+have to be pattern-matched back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import inspect
+import os
+
+from ember._tensor import Tensor
+
+__all__ = ["export", "is_in_onnx_export", "TrainingMode", "UnsupportedOperatorError"]
+
+DEFAULT_OPSET = 17
+_EXPORTING = [False]
+
+
+class TrainingMode(enum.IntEnum):
+    """torch.onnx.TrainingMode: the mode the model is exported in."""
+
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+def is_in_onnx_export() -> bool:
+    """Whether an export is running (torch.onnx.is_in_onnx_export)."""
+    return _EXPORTING[0]
+
+
+def __getattr__(name: str):
+    if name == "UnsupportedOperatorError":
+        from ember.onnx._graph import UnsupportedOperatorError
+        return UnsupportedOperatorError
+    raise AttributeError(f"module 'ember.onnx' has no attribute '{name}'")
+
+
+def export(model, args, f, export_params: bool = True, verbose: bool = False,
+           training: TrainingMode = TrainingMode.EVAL, input_names: list | None = None,
+           output_names: list | None = None, opset_version: int | None = None,
+           dynamic_axes: dict | None = None, do_constant_folding: bool = True,
+           keep_initializers_as_inputs: bool | None = None, **kwargs) -> None:
+    """Export ``model`` run on ``args`` (a tensor, or a tuple of arguments whose last item may
+    be a dict of keyword arguments) as an ONNX model written to ``f`` (a path or a binary
+    file object). ``dynamic_axes`` maps input/output names to the dims (a list, or a dict
+    dim -> name) left symbolic.
+
+    >>> net = ember.nn.Sequential(ember.nn.Linear(4, 2), ember.nn.ReLU())
+    >>> ember.onnx.export(net, ember.randn(1, 4), "net.onnx", input_names=["x"],
+    ...                   output_names=["y"], dynamic_axes={"x": [0], "y": [0]})
+    """
+    try:
+        import onnx  # noqa: F401 - the optional dependency
+    except ImportError as err:
+        raise ImportError("ember.onnx.export needs the 'onnx' package: pip install "
+                          "'ember[onnx]' (or pip install onnx)") from err
+    from ember.onnx import _export
+
+    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if not 17 <= opset <= 21:
+        raise ValueError(f"Unsupported ONNX opset version: {opset} (ember exports opsets 17 "
+                         "to 21)")
+    args = args if isinstance(args, tuple) else (args,)
+    kw = {}
+    if args and isinstance(args[-1], dict):
+        args, kw = args[:-1], args[-1]
+    names = _input_names(model, args, input_names)
+    with _mode(model, training):
+        _EXPORTING[0] = True
+        try:
+            proto = _export.to_model(model, args, kw, opset, names, output_names,
+                                     dynamic_axes or {}, export_params,
+                                     bool(keep_initializers_as_inputs), do_constant_folding)
+        finally:
+            _EXPORTING[0] = False
+    if verbose:
+        print(onnx.helper.printable_graph(proto.graph))
+    if isinstance(f, (str, os.PathLike)):
+        onnx.save_model(proto, os.fspath(f))
+    else:
+        f.write(proto.SerializeToString())
+
+
+def _input_names(model, args: tuple, given: list | None) -> list:
+    """The graph inputs' names: ``given`` first, then forward's parameter names."""
+    n = sum(isinstance(a, Tensor) for a in args)
+    given = list(given or [])
+    try:
+        params = list(inspect.signature(getattr(model, "forward", model)).parameters)
+    except (TypeError, ValueError):
+        params = []
+    auto = [params[i] if i < len(params) else f"input_{i}"
+            for i, a in enumerate(args) if isinstance(a, Tensor)]
+    return given[:n] + auto[len(given):]
+
+
+@contextlib.contextmanager
+def _mode(model, training: TrainingMode):
+    if not hasattr(model, "train") or training == TrainingMode.PRESERVE:
+        yield
+        return
+    was = model.training
+    model.train(training == TrainingMode.TRAINING)
+    try:
+        yield
+    finally:
+        model.train(was)

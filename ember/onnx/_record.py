@@ -1,0 +1,106 @@
+"""Record a forward as a flat list of ember ops (``Entry``), through the profiler's hook in
+``Op.apply``; recurrent modules are recorded whole, as one entry each (ONNX has LSTM, GRU and
+RNN nodes, and an unrolled loop would fix the sequence length and the batch size)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember._tensor import Tensor
+from ember.autograd import function
+from ember.autograd.grad_mode import no_grad
+
+
+class Entry:
+    """One recorded call: ``op`` (an Op class, or an RNN module), its tensor inputs, its keyword
+    arguments, its outputs (tensors, or None where an op returned no tensor)."""
+
+    __slots__ = ("op", "inputs", "kw", "outputs")
+
+    def __init__(self, op, inputs: tuple, kw: dict, outputs: tuple) -> None:
+        self.op, self.inputs, self.kw, self.outputs = op, inputs, kw, outputs
+
+    @property
+    def name(self) -> str:
+        return self.op if isinstance(self.op, str) else self.op.__name__
+
+
+class Recorder:
+    """Stands in ``function.PROFILER[0]`` while the forward runs: ``Op.apply`` hands it every op."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+
+    def op(self, cls, inputs, kw):
+        function.PROFILER[0] = None
+        try:
+            out = cls.apply(*inputs, **kw)
+        finally:
+            function.PROFILER[0] = self
+        self.entries.append(Entry(cls, tuple(inputs), kw, out if type(out) is tuple else (out,)))
+        return out
+
+    def node(self, node, run, grads):  # the engine's profiler hook: no backward is exported
+        return run(node, grads)
+
+    def module(self, mod, forward):
+        """``mod.forward`` run as one entry (its inner ops unrecorded)."""
+        def call(input, hx=None):
+            function.PROFILER[0] = None
+            try:
+                out = forward(input, hx)
+            finally:
+                function.PROFILER[0] = self
+            hs = () if hx is None else (hx if isinstance(hx, tuple) else (hx,))
+            flat = (out[0], *(out[1] if isinstance(out[1], tuple) else (out[1],)))
+            self.entries.append(Entry(mod.mode, (input, *hs), {"module": mod}, flat))
+            return out
+        return call
+
+
+def record(model, args: tuple, kwargs: dict) -> tuple[list[Entry], object]:
+    """Run ``model(*args, **kwargs)`` without grad, recording; returns (entries, output)."""
+    from ember.nn.modules.rnn import RNNBase
+
+    rec = Recorder()
+    rnns = [m for m in (model.modules() if hasattr(model, "modules") else ())
+            if isinstance(m, RNNBase)]
+    for m in rnns:
+        m.forward = rec.module(m, type(m).forward.__get__(m))
+    saved, function.PROFILER[0] = function.PROFILER[0], rec
+    try:
+        with no_grad():
+            out = model(*args, **kwargs)
+    finally:
+        function.PROFILER[0] = saved
+        for m in rnns:
+            del m.forward
+    return rec.entries, out
+
+
+def flatten(out) -> list:
+    """The tensors of a (nested) tuple/list/dict output, in order."""
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in flatten(o)]
+    return []
+
+
+def perturbed(args: tuple, grow: dict[int, tuple]) -> tuple:
+    """``args`` with other values, and the dims in ``grow`` (arg index -> dims) doubled: the
+    second recording that tells which values and shapes depend on the inputs."""
+    res = []
+    for i, a in enumerate(args):
+        if not isinstance(a, Tensor):
+            res.append(a)
+            continue
+        d = a._data
+        d = d * np.asarray(1.5, d.dtype) + np.asarray(0.25, d.dtype) \
+            if d.dtype.kind in "fc" else np.roll(d, 1)
+        for dim in grow.get(i, ()):
+            d = np.concatenate([d, d], axis=dim)
+        res.append(Tensor._make(np.ascontiguousarray(d)))
+    return tuple(res)
