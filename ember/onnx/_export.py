@@ -46,6 +46,10 @@ def to_model(model, args: tuple, kw: dict, opset: int, input_names: list,
     outputs = []
     for t, tb, name in zip(outs, outs_b, output_names):
         src = g.value(t._data)
+        if src is None:
+            raise _graph.UnsupportedOperatorError(
+                f"ember.onnx.export: the output '{name}' is one ONNX does not compute as "
+                "torch does (the indices of max pooling)")
         g.nodes.append(helper.make_node("Identity", [src], [name], name=g.fresh("Identity")))
         dims = axes.get(name) or {d: f"{name}_dim_{d}" for d in _graph._differing(t, tb)}
         outputs.append(_graph.value_info(name, t._data, dims))

@@ -84,12 +84,7 @@ class Builder:
         """The ONNX name of a recorded array: a value, a parameter, or a new constant."""
         key = id(array)
         if key in self.names:
-            name = self.names[key]
-            if name is None:
-                raise UnsupportedOperatorError(
-                    "the exported graph uses an output the exporter does not produce "
-                    "(e.g. the indices of max pooling)")
-            return name
+            return self.names[key]  # None: an output no converter produces (pool indices)
         if key in self.params:
             pname, arr = self.params[key]
             if self.params_as_inputs:
@@ -105,7 +100,7 @@ class Builder:
 
     def const(self, array: np.ndarray) -> str:
         name = self.fresh("Constant")
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.initializers.append(numpy_helper.from_array(np.array(array, order="C"), name))
         self.dyn[name] = set()
         self.consts.add(name)
         return name
@@ -114,7 +109,7 @@ class Builder:
         """A named initializer derived from parameters (a new name if taken)."""
         if name in self.dyn:
             name = self.fresh(name)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.initializers.append(numpy_helper.from_array(np.array(array, order="C"), name))
         self.dyn[name] = set()
         return name
 
@@ -144,7 +139,13 @@ class Builder:
                 if o is not None:
                     self.bind(o._data, self.const(o._data))
             return
-        x = [self.value(t._data) if isinstance(t, Tensor) else None for t in e.inputs]
+        x = [self.value(t._data) for t in e.inputs if isinstance(t, Tensor)]
+        if None in x:  # reads an output that is not produced: neither are its outputs
+            for o in e.outputs:
+                if o is not None:
+                    self.names[id(o._data)] = None
+                    self.keep.append(o._data)
+            return
         call = Call(self, e, x, dyn_in, dyn_out)
         res = conv(call)
         res = list(res) if isinstance(res, (list, tuple)) else [res]

@@ -362,3 +362,28 @@ def _var(c):
     total = c.node("ReduceSum", [sq] + ([] if dims is None else [c.ints(dims)]),
                    keepdims=int(keep))
     return c.node("Div", [total, _scalar(c, max(n - corr, 0))])
+
+
+@converts("Resample")  # interpolation, reflection / replication padding
+def _resample(c):
+    """ember resamples by one (out, in) matrix per trailing dim: a MatMul each (exact)."""
+    x, nd = c.x[0], c.ins[0].ndim
+    mats = c.kw["mats"]
+    for i, m in enumerate(mats):
+        d = nd - len(mats) + i
+        if m is None:
+            continue
+        if d in c.dyn_in[0]:
+            c.fail("resampling a dynamic dim")
+        m = m.astype(c.outs[0].dtype)
+        if d == nd - 1:
+            x = c.node("MatMul", [x, c.const(np.ascontiguousarray(m.T))])
+            continue
+        perm = list(range(nd))
+        perm[d], perm[nd - 2] = perm[nd - 2], perm[d]
+        if d != nd - 2:
+            x = c.node("Transpose", [x], perm=perm)
+        x = c.node("MatMul", [c.const(m), x])
+        if d != nd - 2:
+            x = c.node("Transpose", [x], perm=perm)
+    return x
