@@ -93,7 +93,7 @@ def export(model, args, f, export_params: bool = True, verbose: bool = False,
         finally:
             _EXPORTING[0] = False
     if verbose:
-        print(onnx.helper.printable_graph(proto.graph))
+        print(onnx.printer.to_text(proto.graph))
     if isinstance(f, (str, os.PathLike)):
         onnx.save_model(proto, os.fspath(f))
     else:

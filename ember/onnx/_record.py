@@ -8,7 +8,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.autograd import function
-from ember.autograd.grad_mode import no_grad
+from ember.autograd.grad_mode import enable_grad
 
 
 class Entry:
@@ -59,7 +59,7 @@ class Recorder:
 
 
 def record(model, args: tuple, kwargs: dict) -> tuple[list[Entry], object]:
-    """Run ``model(*args, **kwargs)`` without grad, recording; returns (entries, output)."""
+    """Run ``model(*args, **kwargs)``, recording; returns (entries, output)."""
     from ember.nn.modules.rnn import RNNBase
 
     rec = Recorder()
@@ -67,9 +67,14 @@ def record(model, args: tuple, kwargs: dict) -> tuple[list[Entry], object]:
             if isinstance(m, RNNBase)]
     for m in rnns:
         m.forward = rec.module(m, type(m).forward.__get__(m))
+    # With grad on and float inputs requiring it, every op on a value that depends on the
+    # inputs or parameters goes through Op.apply (no-grad fast paths, such as views for
+    # ``x[i]``, would skip the recorder).
+    args = tuple(a.detach().requires_grad_(True) if isinstance(a, Tensor)
+                 and a.dtype.is_floating_point else a for a in args)
     saved, function.PROFILER[0] = function.PROFILER[0], rec
     try:
-        with no_grad():
+        with enable_grad():
             out = model(*args, **kwargs)
     finally:
         function.PROFILER[0] = saved
@@ -98,8 +103,10 @@ def perturbed(args: tuple, grow: dict[int, tuple]) -> tuple:
             res.append(a)
             continue
         d = a._data
-        d = d * np.asarray(1.5, d.dtype) + np.asarray(0.25, d.dtype) \
-            if d.dtype.kind in "fc" else np.roll(d, 1)
+        if d.dtype.kind in "fc":  # negated: comparisons with the inputs flip
+            d = np.asarray(0.25, d.dtype) - d * np.asarray(1.5, d.dtype)
+        else:
+            d = ~d if d.dtype == np.bool_ else np.roll(d, 1)
         for dim in grow.get(i, ()):
             d = np.concatenate([d, d], axis=dim)
         res.append(Tensor._make(np.ascontiguousarray(d)))
