@@ -237,3 +237,16 @@ def test_import_ember_does_not_import_onnx():
     code = "import sys, ember, ember.nn; assert 'onnx' not in sys.modules; import ember.onnx; " \
            "assert 'onnx' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_dynamic_sequence_and_batch(batch_first):
+    """Two symbols: attention's reshapes compute their shapes from both at run time."""
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=batch_first).eval()
+    dims = {0: "batch", 1: "seq"} if batch_first else {0: "seq", 1: "batch"}
+    make = (lambda s, b: ember.randn(b, s, 8)) if batch_first else \
+        (lambda s, b: ember.randn(s, b, 8))
+    data = export(layer, make(3, 2), input_names=["src"], output_names=["out"],
+                  dynamic_axes={"src": dims, "out": dims})
+    for s, b in ((3, 2), (7, 1), (1, 4), (5, 3)):
+        assert_runs_like_ember(data, layer, make(s, b))

@@ -14,22 +14,30 @@ def to_model(model, args: tuple, kw: dict, opset: int, input_names: list,
              keep_initializers_as_inputs: bool, fold: bool) -> onnx.ModelProto:
     tensors = [a for a in args if isinstance(a, Tensor)]
     axes = {name: _axes(name, spec) for name, spec in dynamic_axes.items()}
-    grow = {i: tuple(axes.get(n, {})) for i, n in zip(_tensor_positions(args), input_names)}
+    positions = _tensor_positions(args)
     entries, out = _record.record(model, args, kw)
     outs = _record.flatten(out)
     if not outs:
         raise RuntimeError("ember.onnx.export: the model returned no tensor")
-    other_args = _record.perturbed(args, grow)
-    others, out_b = _record.record(model, other_args, kw)
-    outs_b = _record.flatten(out_b)
-    if len(others) != len(entries):
-        raise RuntimeError("ember.onnx.export: the forward ran a different number of ops for "
-                           "other input values or sizes: data-dependent control flow cannot "
-                           "be exported")
     params = _params(model)
-    _graph.check_constants(entries, others, _known(entries, params, tensors),
-                           _known(others, params, [a for a in other_args
-                                                   if isinstance(a, Tensor)]))
+    known = _known(entries, params, tensors)
+    # One more recording per dynamic symbol (its dims doubled; one with none if no symbol):
+    # which dims follow which symbol, and which values depend on the inputs.
+    syms = sorted({s for n in input_names for s in axes.get(n, {}).values()})
+    others, outs_b = [], []
+    for sym in syms or [None]:
+        grow = {i: tuple(d for d, s in axes.get(n, {}).items() if s == sym)
+                for i, n in zip(positions, input_names)}
+        other_args = _record.perturbed(args, grow)
+        rec, out_b = _record.record(model, other_args, kw)
+        if len(rec) != len(entries):
+            raise RuntimeError("ember.onnx.export: the forward ran a different number of ops "
+                               "for other input values or sizes: data-dependent control "
+                               "flow cannot be exported")
+        _graph.check_constants(entries, rec, known, _known(
+            rec, params, [a for a in other_args if isinstance(a, Tensor)]))
+        others.append(rec)
+        outs_b.append(_record.flatten(out_b))
 
     g = _graph.Builder(opset, params, export_params is False or keep_initializers_as_inputs,
                       fold)
@@ -37,21 +45,24 @@ def to_model(model, args: tuple, kw: dict, opset: int, input_names: list,
     for t, name in zip(tensors, input_names):
         dims = axes.get(name, {})
         g.bind(t._data, name, set(dims))
+        for d, s in dims.items():
+            g.sym_src.setdefault(s, (name, d, t.shape[d]))
         inputs.append(_graph.value_info(name, t._data, dims))
-    for e, o in zip(entries, others):
-        g.convert(e, o, _graph.CONVERTERS)
+    for k, e in enumerate(entries):
+        g.convert(e, [rec[k] for rec in others], syms, _graph.CONVERTERS)
     output_names = list(output_names or [])
     output_names += [f"output_{i}" if len(outs) > 1 else "output"
                      for i in range(len(output_names), len(outs))]
     outputs = []
-    for t, tb, name in zip(outs, outs_b, output_names):
+    for j, (t, name) in enumerate(zip(outs, output_names)):
         src = g.value(t._data)
         if src is None:
             raise _graph.UnsupportedOperatorError(
                 f"ember.onnx.export: the output '{name}' is one ONNX does not compute as "
                 "torch does (the indices of max pooling)")
         g.nodes.append(helper.make_node("Identity", [src], [name], name=g.fresh("Identity")))
-        dims = axes.get(name) or {d: f"{name}_dim_{d}" for d in _graph._differing(t, tb)}
+        dims = axes.get(name) or {d: f"{name}_dim_{d}" for d in set().union(
+            *(_graph._differing(t, b[j]) for b in outs_b))}
         outputs.append(_graph.value_info(name, t._data, dims))
     used = {i for n in g.nodes for i in n.input}
     for name in input_names[:len(tensors)]:

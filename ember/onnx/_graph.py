@@ -69,6 +69,8 @@ class Builder:
         self.keep: list = []  # arrays whose ids are keys of ``names``: kept alive
         self.count: dict[str, int] = {}
         self.consts: set = set()  # names of constants (not parameters, not computed)
+        self.sym_src: dict = {}  # dynamic symbol -> (input name, axis, its recorded size)
+        self.shapes: dict = {}  # input name -> its Shape node's output
 
     def fresh(self, base: str) -> str:
         n = self.count.get(base, 0)
@@ -105,6 +107,14 @@ class Builder:
         self.consts.add(name)
         return name
 
+    def symbol(self, sym: str) -> str:
+        """The runtime size of a dynamic symbol, as a 1-element int64 tensor."""
+        name, axis, _ = self.sym_src[sym]
+        if name not in self.shapes:
+            self.shapes[name] = self.node("Shape", [name])
+        return self.node("Gather", [self.shapes[name],
+                                    self.const(np.asarray([axis], np.int64))], axis=0)
+
     def initializer(self, array: np.ndarray, name: str) -> str:
         """A named initializer derived from parameters (a new name if taken)."""
         if name in self.dyn:
@@ -124,14 +134,19 @@ class Builder:
                                            name=self.fresh(op_type), **attrs))
         return outs[0] if n_out == 1 else outs
 
-    def convert(self, e: Entry, other: Entry | None, converters: dict) -> None:
+    def convert(self, e: Entry, others: list, syms: list, converters: dict) -> None:
+        """Emit entry ``e``; ``others``: the same entry in the other recordings, one per
+        dynamic symbol in ``syms`` (that symbol's dims doubled), or one with no symbol."""
         conv = _converter(e, converters)
-        if other is not None:
+        for other in others:
             _check_same(e, other)
         dyn_in = [self.dyn.get(self.names.get(id(t._data)), set())
                   for t in e.inputs if isinstance(t, Tensor)]
-        dyn_out = [_differing(o, None if other is None else other.outputs[j])
+        dyn_out = [set().union(*(_differing(o, other.outputs[j]) for other in others))
                    for j, o in enumerate(e.outputs)]
+        exps = [[_exponents(o, [other.outputs[j] for other in others], syms, d)
+                 for d in range(o.ndim)] if o is not None else []
+                for j, o in enumerate(e.outputs)]
         arrays = [t._data for t in e.inputs if isinstance(t, Tensor)]
         arrays += [v for v in e.kw.values() if isinstance(v, np.ndarray)]
         if self.fold and arrays and all(self._constant(a) for a in arrays):
@@ -147,6 +162,7 @@ class Builder:
                     self.keep.append(o._data)
             return
         call = Call(self, e, x, dyn_in, dyn_out)
+        call.exps_out = exps
         res = conv(call)
         res = list(res) if isinstance(res, (list, tuple)) else [res]
         for o, name, dyn in zip(e.outputs, res, dyn_out):
@@ -164,6 +180,20 @@ def _converter(e: Entry, converters: dict):
     raise UnsupportedOperatorError(
         f"Exporting the operator '{op.__name__}' ({getattr(op, 'node_name', '')}) to ONNX is "
         "not supported by ember.onnx.export")
+
+
+def _exponents(a, others: list, syms: list, d: int) -> dict | None:
+    """Dim ``d`` of ``a`` as ``const * prod(sym ** k)``: {sym: k} (None if not of that form:
+    a strided conv's output size, say)."""
+    res = {}
+    for s, b in zip(syms, others):
+        ratio = b.shape[d] / a.shape[d] if a.shape[d] else 0
+        k = int(round(np.log2(ratio))) if ratio > 0 else -1
+        if k < 0 or 2 ** k != ratio:
+            return None
+        if k:
+            res[s] = k
+    return res
 
 
 def _differing(a, b) -> set:

@@ -24,11 +24,35 @@ def _view(c: Call):
         else:
             infer.append(d)
     if len(infer) > 1:
-        c.fail(f"a reshape to {tuple(y.shape)} with several dims derived from the dynamic "
-               "axes cannot be expressed")
+        return c.node("Reshape", [c.x[0], _symbolic_shape(c, target, infer)])
     for d in infer:
         target[d] = -1
     return c.node("Reshape", [c.x[0], c.ints(target)])
+
+
+def _symbolic_shape(c: Call, target: list, dims: list) -> str:
+    """The shape ``target`` with ``dims`` computed at run time from the dynamic symbols'
+    sizes (``const * prod(symbol ** k)``, as the recordings showed)."""
+    pieces = []
+    for d, n in enumerate(target):
+        exps = c.exps_out[0][d]
+        if d not in dims:
+            pieces.append(c.ints([n]))
+            continue
+        if not exps:
+            c.fail(f"a reshape to {tuple(c.outs[0].shape)}: dim {d} does not follow the "
+                   "dynamic axes as a multiple of their sizes")
+        size, piece = n, None
+        for sym, k in exps.items():
+            base = c.g.sym_src[sym][2]
+            for _ in range(k):
+                size //= base
+                s = c.g.symbol(sym)
+                piece = s if piece is None else c.node("Mul", [piece, s])
+        if size != 1:
+            piece = c.node("Mul", [piece, c.ints([size])])
+        pieces.append(piece)
+    return c.node("Concat", pieces, axis=0)
 
 
 @converts("Permute")
