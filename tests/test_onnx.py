@@ -25,7 +25,7 @@ def run_onnx(model, args, **kw):
     proto = onnx.load_from_string(buf.getvalue())
     onnx.checker.check_model(proto, full_check=True)
     sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
-    tensors = [a for a in args if isinstance(a, ember.Tensor)]
+    tensors = flatten(args)
     feeds = {i.name: t.numpy() for i, t in zip(sess.get_inputs(), tensors)}
     with ember.no_grad():
         expected = [t.numpy() for t in flatten(model(*args))]
@@ -260,3 +260,71 @@ def test_constant_folding_keeps_parameters_named():
     assert sum(n.op_type == "Mul" for n in proto.graph.node) == 0
     proto = check(net, ember.randn(2, 3), do_constant_folding=False)
     assert sum(n.op_type == "Mul" for n in proto.graph.node) == 1
+
+
+class WordLM(nn.Module):
+    """pytorch/examples' word_language_model RNNModel (which its main.py exports to ONNX)."""
+
+    def __init__(self, rnn_type, ntoken=50, ninp=8, nhid=8, nlayers=2, tie_weights=True):
+        super().__init__()
+        self.ntoken = ntoken
+        self.drop = nn.Dropout(0.5)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=0.5)
+        self.decoder = nn.Linear(nhid, ntoken)
+        if tie_weights:
+            self.decoder.weight = self.encoder.weight
+
+    def forward(self, input, hidden):
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        decoded = self.decoder(self.drop(output)).view(-1, self.ntoken)
+        return F.log_softmax(decoded, dim=1), hidden
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, max_len=100):
+        super().__init__()
+        position = ember.arange(0, max_len, dtype=ember.float).unsqueeze(1)
+        div_term = ember.exp(ember.arange(0, d_model, 2).float() * (-9.21 / d_model))
+        pe = ember.zeros(max_len, d_model)
+        pe[:, 0::2] = ember.sin(position * div_term)
+        pe[:, 1::2] = ember.cos(position * div_term)
+        self.register_buffer("pe", pe.unsqueeze(0).transpose(0, 1))
+
+    def forward(self, x):
+        return x + self.pe[:x.size(0), :]
+
+
+class TransformerLM(nn.Module):
+    """word_language_model's TransformerModel: embedding, positional encoding, a causal
+    encoder, a decoder."""
+
+    def __init__(self, ntoken=50, ninp=8, nhead=2, nhid=16, nlayers=2):
+        super().__init__()
+        self.pos_encoder = PositionalEncoding(ninp)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.transformer_encoder = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(ninp, nhead, nhid, 0.2), nlayers,
+            enable_nested_tensor=False)
+        self.decoder = nn.Linear(ninp, ntoken)
+        self.ninp = ninp
+
+    def forward(self, src):
+        mask = nn.Transformer.generate_square_subsequent_mask(len(src))
+        src = self.pos_encoder(self.encoder(src) * (self.ninp ** 0.5))
+        return F.log_softmax(self.decoder(self.transformer_encoder(src, mask)), dim=-1)
+
+
+@pytest.mark.parametrize("rnn_type", ["LSTM", "GRU"])
+def test_word_language_model(rnn_type):
+    model = WordLM(rnn_type)
+    tokens = ember.randint(0, 50, (6, 3))
+    hidden = ember.randn(2, 3, 8)
+    hidden = (hidden, ember.randn(2, 3, 8)) if rnn_type == "LSTM" else hidden
+    proto = check(model, (tokens, hidden))
+    expected = ["input", "hidden.0", "hidden.1"] if rnn_type == "LSTM" else ["input", "hidden"]
+    assert [i.name for i in proto.graph.input] == expected
+    names = {i.name for i in proto.graph.initializer}
+    assert "encoder.weight" in names and "decoder.weight" not in names  # tied: stored once
+    check(TransformerLM(), ember.randint(0, 50, (7, 2)))

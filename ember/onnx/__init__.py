@@ -101,16 +101,22 @@ def export(model, args, f, export_params: bool = True, verbose: bool = False,
 
 
 def _input_names(model, args: tuple, given: list | None) -> list:
-    """The graph inputs' names: ``given`` first, then forward's parameter names."""
-    n = sum(isinstance(a, Tensor) for a in args)
-    given = list(given or [])
+    """The graph inputs' names: ``given`` first, then forward's parameter names (``name.k``
+    for the tensors of a tuple argument)."""
+    from ember.onnx._record import flatten
+
     try:
         params = list(inspect.signature(getattr(model, "forward", model)).parameters)
     except (TypeError, ValueError):
         params = []
-    auto = [params[i] if i < len(params) else f"input_{i}"
-            for i, a in enumerate(args) if isinstance(a, Tensor)]
-    return given[:n] + auto[len(given):]
+    auto = []
+    for i, a in enumerate(args):
+        base = params[i] if i < len(params) else f"input_{i}"
+        leaves = flatten(a) if isinstance(a, (tuple, list)) else [a]
+        auto += [base if isinstance(a, Tensor) else f"{base}.{k}"
+                 for k, t in enumerate(leaves) if isinstance(t, Tensor)]
+    given = list(given or [])
+    return given[:len(auto)] + auto[len(given):]
 
 
 @contextlib.contextmanager

@@ -12,9 +12,8 @@ from ember.onnx import _graph, _ops, _ops_shape, _record, _rnn  # noqa: F401 - c
 def to_model(model, args: tuple, kw: dict, opset: int, input_names: list,
              output_names: list | None, dynamic_axes: dict, export_params: bool,
              keep_initializers_as_inputs: bool, fold: bool) -> onnx.ModelProto:
-    tensors = [a for a in args if isinstance(a, Tensor)]
+    tensors = _record.flatten(args)
     axes = {name: _axes(name, spec) for name, spec in dynamic_axes.items()}
-    positions = _tensor_positions(args)
     entries, out = _record.record(model, args, kw)
     outs = _record.flatten(out)
     if not outs:
@@ -27,7 +26,7 @@ def to_model(model, args: tuple, kw: dict, opset: int, input_names: list,
     others, outs_b = [], []
     for sym in syms or [None]:
         grow = {i: tuple(d for d, s in axes.get(n, {}).items() if s == sym)
-                for i, n in zip(positions, input_names)}
+                for i, n in enumerate(input_names)}
         other_args = _record.perturbed(args, grow)
         rec, out_b = _record.record(model, other_args, kw)
         if len(rec) != len(entries):
@@ -35,7 +34,7 @@ def to_model(model, args: tuple, kw: dict, opset: int, input_names: list,
                                "for other input values or sizes: data-dependent control "
                                "flow cannot be exported")
         _graph.check_constants(entries, rec, known, _known(
-            rec, params, [a for a in other_args if isinstance(a, Tensor)]))
+            rec, params, _record.flatten(other_args)))
         others.append(rec)
         outs_b.append(_record.flatten(out_b))
 
@@ -85,10 +84,6 @@ def _axes(name: str, spec) -> dict:
     if isinstance(spec, dict):
         return {int(d): str(n) for d, n in spec.items()}
     return {int(d): f"{name}_dynamic_axes_{k + 1}" for k, d in enumerate(spec)}
-
-
-def _tensor_positions(args: tuple) -> list:
-    return [i for i, a in enumerate(args) if isinstance(a, Tensor)]
 
 
 def _params(model) -> dict:

@@ -70,8 +70,8 @@ def record(model, args: tuple, kwargs: dict) -> tuple[list[Entry], object]:
     # With grad on and float inputs requiring it, every op on a value that depends on the
     # inputs or parameters goes through Op.apply (no-grad fast paths, such as views for
     # ``x[i]``, would skip the recorder).
-    args = tuple(a.detach().requires_grad_(True) if isinstance(a, Tensor)
-                 and a.dtype.is_floating_point else a for a in args)
+    args = map_tensors(args, lambda _, t: t.detach().requires_grad_(True)
+                       if t.dtype.is_floating_point else t)
     saved, function.PROFILER[0] = function.PROFILER[0], rec
     try:
         with enable_grad():
@@ -94,20 +94,30 @@ def flatten(out) -> list:
     return []
 
 
+def map_tensors(obj, fn, count: list | None = None):
+    """``obj`` (nested tuples/lists of tensors and other values) with each tensor replaced
+    by ``fn(leaf index, tensor)``."""
+    count = [0] if count is None else count
+    if isinstance(obj, Tensor):
+        count[0] += 1
+        return fn(count[0] - 1, obj)
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(map_tensors(o, fn, count) for o in obj)
+    if isinstance(obj, dict):
+        return {k: map_tensors(v, fn, count) for k, v in obj.items()}
+    return obj
+
+
 def perturbed(args: tuple, grow: dict[int, tuple]) -> tuple:
-    """``args`` with other values, and the dims in ``grow`` (arg index -> dims) doubled: the
-    second recording that tells which values and shapes depend on the inputs."""
-    res = []
-    for i, a in enumerate(args):
-        if not isinstance(a, Tensor):
-            res.append(a)
-            continue
-        d = a._data
+    """``args`` with other values, and the dims in ``grow`` (tensor leaf index -> dims)
+    doubled: the other recordings, that tell which values and shapes depend on the inputs."""
+    def other(i: int, t: Tensor) -> Tensor:
+        d = t._data
         if d.dtype.kind in "fc":  # negated: comparisons with the inputs flip
             d = np.asarray(0.25, d.dtype) - d * np.asarray(1.5, d.dtype)
         else:
             d = ~d if d.dtype == np.bool_ else np.roll(d, 1)
         for dim in grow.get(i, ()):
             d = np.concatenate([d, d], axis=dim)
-        res.append(Tensor._make(np.ascontiguousarray(d)))
-    return tuple(res)
+        return Tensor._make(np.ascontiguousarray(d))
+    return map_tensors(args, other)
