@@ -111,7 +111,9 @@ def test_cnn():
     nn.BatchNorm2d(4, affine=False).eval(), nn.Upsample(scale_factor=2),
     nn.Upsample(size=(5, 13), mode="bilinear", align_corners=False),
     nn.Upsample(scale_factor=1.5, mode="bilinear", align_corners=True),
-    nn.ReflectionPad2d((1, 2, 3, 0)), nn.ReplicationPad2d(2),
+    nn.ReflectionPad2d((1, 2, 3, 0)), nn.ReplicationPad2d(2), nn.GroupNorm(2, 4),
+    nn.GroupNorm(4, 4, affine=False), nn.InstanceNorm2d(4), nn.InstanceNorm2d(4, affine=True),
+    nn.LocalResponseNorm(2),
 ], ids=lambda m: repr(m))
 def test_spatial_layers(layer):
     check(layer, ember.randn(2, 4, 9, 9))
@@ -238,6 +240,16 @@ RESHAPES = {
     "pad": lambda x: F.pad(x, (1, 2, 3, 0), value=0.5),
     "trig": lambda x: x.sin() + x.cos() + x.tanh().atan() + x.floor() + x.ceil() + x.sign(),
     "cast": lambda x: x.double().float() + x.to(ember.int64).float(),
+    "cumsum_flip_roll": lambda x: x.cumsum(1) + x.flip(2, 3) + x.roll((1, -2), (1, 3)),
+    "tril_triu": lambda x: x.tril() + x.triu(1) + x.tril(-1),
+    "sort_topk": lambda x: x.sort(-1)[0] + x.sort(1, descending=True).values
+    + x.topk(2, 1).values.sum(1, keepdim=True) + x.topk(1, largest=False)[0],
+    "einsum": lambda x: ember.einsum("bchw,bcHw->bhH", x, x),
+    "norms": lambda x: x.norm(dim=1) + x.norm(p=1, dim=1) + x.norm(p=float("inf"), dim=1)
+    + F.normalize(x, dim=1).sum(1),
+    "logsumexp_prod": lambda x: x.logsumexp(1) + x.prod(1),
+    "index": lambda x: x[:, ember.tensor([2, 0])] + x[ember.tensor([1, 0])][:, :2],
+    "clamp_min_max": lambda x: ember.clamp_min(x, 0.1) + ember.clamp_max(x, -0.1),
 }
 
 

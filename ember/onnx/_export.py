@@ -6,7 +6,7 @@ import onnx
 from onnx import helper
 
 from ember._tensor import Tensor
-from ember.onnx import _graph, _ops, _ops_shape, _record, _rnn  # noqa: F401 - converters
+from ember.onnx import _graph, _ops, _ops_more, _ops_shape, _record, _rnn  # noqa: F401
 
 
 def to_model(model, args: tuple, kw: dict, opset: int, input_names: list,

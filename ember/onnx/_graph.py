@@ -165,8 +165,12 @@ class Builder:
         call.exps_out = exps
         res = conv(call)
         res = list(res) if isinstance(res, (list, tuple)) else [res]
+        res += [None] * (len(e.outputs) - len(res))  # outputs a converter does not produce
         for o, name, dyn in zip(e.outputs, res, dyn_out):
-            if o is not None:
+            if o is not None and name is None:
+                self.names[id(o._data)] = None
+                self.keep.append(o._data)
+            elif o is not None:
                 self.bind(o._data, name, dyn)
 
 

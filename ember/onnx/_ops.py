@@ -236,7 +236,7 @@ def _conv_transpose(c):
 def _batch_norm(c):
     gshape, sdims, _, cdims = c.kw["geom"]
     if c.kw.get("stats") is None or gshape is not None or sdims != cdims:
-        c.fail("only batch norm in eval mode (running statistics) exports")
+        return _normalize(c)
     mean, var = c.kw["running"] if c.kw.get("running") is not None else \
         (s.reshape(-1) for s in c.kw["stats"])
     x, w, b = c.ins
@@ -244,11 +244,35 @@ def _batch_norm(c):
                                          c.g.value(var)], epsilon=float(c.kw["eps"]))
 
 
+@converts("NativeGroupNorm")
+def _normalize(c):
+    """Normalization with the statistics of this batch (group norm, instance norm, batch
+    norm in training mode; the running statistics are not updated): over the dims ``sdims``
+    of ``x`` viewed as ``gshape``, then the affine parameters viewed as ``ashape``."""
+    gshape, sdims, ashape, _ = c.kw["geom"]
+    x = c.x[0]
+    if gshape is not None:
+        shape = [0 if d in c.dyn_in[0] and d < c.ins[0].ndim and n == c.ins[0].shape[d]
+                 else n for d, n in enumerate(gshape)]
+        if any(d in c.dyn_in[0] for d, n in enumerate(shape) if n):
+            c.fail("grouping a dynamic dim")
+        x = c.node("Reshape", [x, c.ints(shape)])
+    mean = _reduce(c, "ReduceMean", sdims, True, x)
+    d = c.node("Sub", [x, mean])
+    var = _reduce(c, "ReduceMean", sdims, True, c.node("Mul", [d, d]))
+    y = c.node("Div", [d, c.node("Sqrt", [c.node("Add", [var, _scalar(c, c.kw["eps"])])])])
+    if gshape is not None:
+        y = c.node("Reshape", [y, c.node("Shape", c.x[:1])])
+    ashape = c.ints(ashape)
+    w, b = (c.node("Reshape", [n, ashape]) for n in c.x[1:3])
+    return c.node("Add", [c.node("Mul", [y, w]), b])
+
+
 @converts("NativeLayerNorm")
 def _layer_norm(c):
     gshape, sdims = c.kw["geom"][:2]
     if gshape is not None:
-        c.fail("a grouped layer norm does not export")
+        return _normalize(c)
     x = c.ins[0]
     w = c.x[1] if len(c.x) > 1 else c.const(np.ones(x.shape[sdims[0]:], x.dtype))
     b = c.x[2] if len(c.x) > 2 else c.const(np.zeros(x.shape[sdims[0]:], x.dtype))
@@ -322,13 +346,15 @@ def _pad(c):
 
 # --- reductions --------------------------------------------------------------------------------
 
-def _reduce(c: Call, op: str, dims, keepdim: bool) -> str:
-    """ONNX reductions took their axes as an attribute up to opset 17 (ReduceSum: 12)."""
+def _reduce(c: Call, op: str, dims, keepdim: bool, x: str | None = None) -> str:
+    """``op`` over ``dims`` (None: all) of ``x`` (the op's input by default). ONNX's
+    reductions took their axes as an attribute up to opset 17 (ReduceSum: up to 12)."""
+    x = c.x[0] if x is None else x
     axes = None if dims is None else [int(d) for d in dims]
     if op == "ReduceSum" or c.g.opset >= 18:
-        args = [c.x[0]] + ([] if axes is None else [c.ints(axes)])
-        return c.node(op, args, keepdims=int(keepdim))
-    return c.node(op, c.x[:1], axes=axes, keepdims=int(keepdim))
+        return c.node(op, [x] + ([] if axes is None else [c.ints(axes)]),
+                      keepdims=int(keepdim))
+    return c.node(op, [x], axes=axes, keepdims=int(keepdim))
 
 
 for _name, _onnx in {"MeanDim": "ReduceMean", "Mean": "ReduceMean", "SumDim": "ReduceSum",
