@@ -252,3 +252,29 @@ def test_dynamic_sequence_and_batch(batch_first):
                   dynamic_axes={"src": dims, "out": dims})
     for s, b in ((3, 2), (7, 1), (1, 4), (5, 3)):
         assert_runs_like_ember(data, layer, make(s, b))
+
+
+def test_slice_of_a_buffer_by_the_sequence_length():
+    """word_language_model's positional encoding: ``pe[:x.size(0)]`` follows the input."""
+    from test_onnx import PositionalEncoding
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(30, 8)
+            self.pos = PositionalEncoding(8)
+            self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 2,
+                                             enable_nested_tensor=False)
+
+        def forward(self, src):
+            return self.enc(self.pos(self.embed(src)), is_causal=False)
+
+    model = Encoder().eval()
+    data = export(model, ember.randint(0, 30, (5, 2)), input_names=["src"],
+                  dynamic_axes={"src": {0: "seq", 1: "batch"}})
+    for s, b in ((5, 2), (9, 1), (2, 3)):
+        assert_runs_like_ember(data, model, ember.randint(0, 30, (s, b)))
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match="strided slice"):
+        w = nn.Linear(20, 1)
+        export(Lambda(lambda x: x + w.weight[0, :2 * x.shape[0]:2], w), ember.randn(3),
+               input_names=["x"], dynamic_axes={"x": [0]})

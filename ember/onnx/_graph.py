@@ -149,7 +149,8 @@ class Builder:
                 for j, o in enumerate(e.outputs)]
         arrays = [t._data for t in e.inputs if isinstance(t, Tensor)]
         arrays += [v for v in e.kw.values() if isinstance(v, np.ndarray)]
-        if self.fold and arrays and all(self._constant(a) for a in arrays):
+        if self.fold and arrays and all(self._constant(a) for a in arrays) \
+                and not any(dyn_out):
             for o in e.outputs:  # constant folding: the recorded result is the constant
                 if o is not None:
                     self.bind(o._data, self.const(o._data))
@@ -229,6 +230,9 @@ def _check_same(a: Entry, b: Entry) -> None:
         ka, kb = a.kw[k], b.kw[k]
         if isinstance(ka, arrays) or isinstance(kb, arrays):
             continue  # checked where they are read as values (``check_constants``)
+        if a.name == "Slice" and k == "sl" and \
+                a.inputs[0].shape[a.kw["dim"]] == b.inputs[0].shape[b.kw["dim"]]:
+            continue  # x[:n] of a fixed-size x, n following the inputs: see _ops_shape._slice
         if _canon(ka) != _canon(kb):
             raise RuntimeError(
                 f"ember.onnx.export: the argument '{k}' of '{a.name}' depends on the input "

@@ -31,28 +31,25 @@ def _view(c: Call):
 
 
 def _symbolic_shape(c: Call, target: list, dims: list) -> str:
-    """The shape ``target`` with ``dims`` computed at run time from the dynamic symbols'
-    sizes (``const * prod(symbol ** k)``, as the recordings showed)."""
-    pieces = []
-    for d, n in enumerate(target):
-        exps = c.exps_out[0][d]
-        if d not in dims:
-            pieces.append(c.ints([n]))
-            continue
-        if not exps:
-            c.fail(f"a reshape to {tuple(c.outs[0].shape)}: dim {d} does not follow the "
-                   "dynamic axes as a multiple of their sizes")
-        size, piece = n, None
-        for sym, k in exps.items():
-            base = c.g.sym_src[sym][2]
-            for _ in range(k):
-                size //= base
-                s = c.g.symbol(sym)
-                piece = s if piece is None else c.node("Mul", [piece, s])
-        if size != 1:
-            piece = c.node("Mul", [piece, c.ints([size])])
-        pieces.append(piece)
+    """The shape ``target`` with ``dims`` computed at run time."""
+    pieces = [_symbolic_dim(c, d) if d in dims else c.ints([n]) for d, n in enumerate(target)]
     return c.node("Concat", pieces, axis=0)
+
+
+def _symbolic_dim(c: Call, d: int) -> str:
+    """The size of the output's dim ``d`` computed at run time from the dynamic symbols'
+    sizes (``const * prod(symbol ** k)``, as the recordings showed), as a 1-element tensor."""
+    exps = c.exps_out[0][d]
+    if not exps:
+        c.fail(f"dim {d} of the output {tuple(c.outs[0].shape)} does not follow the dynamic "
+               "axes as a multiple of their sizes")
+    size, piece = c.outs[0].shape[d], None
+    for sym, k in exps.items():
+        for _ in range(k):
+            size //= c.g.sym_src[sym][2]
+            s = c.g.symbol(sym)
+            piece = s if piece is None else c.node("Mul", [piece, s])
+    return piece if size == 1 else c.node("Mul", [piece, c.ints([size])])
 
 
 @converts("Permute")
@@ -123,11 +120,15 @@ def _select(c):
 
 @converts("Slice")
 def _slice(c):
-    sl = c.kw["sl"]
+    sl, dim = c.kw["sl"], c.kw.get("dim", 0)
     start = 0 if sl.start is None else sl.start
-    stop = _END if sl.stop is None else sl.stop
-    return c.node("Slice", [c.x[0], c.ints([start]), c.ints([stop]),
-                            c.ints([c.kw.get("dim", 0)]), c.ints([sl.step or 1])])
+    ends = c.ints([_END if sl.stop is None else sl.stop])
+    if dim in c.dyn_out[0] and dim not in c.dyn_in[0]:  # x[:n] with n an input's size
+        if (sl.step or 1) != 1 or start < 0:
+            c.fail("a strided slice whose length follows the dynamic axes")
+        ends = c.node("Add", [_symbolic_dim(c, dim), c.ints([start])])
+    return c.node("Slice", [c.x[0], c.ints([start]), ends, c.ints([dim]),
+                            c.ints([sl.step or 1])])
 
 
 @converts("Cat")
