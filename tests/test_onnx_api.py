@@ -278,3 +278,13 @@ def test_slice_of_a_buffer_by_the_sequence_length():
         w = nn.Linear(20, 1)
         export(Lambda(lambda x: x + w.weight[0, :2 * x.shape[0]:2], w), ember.randn(3),
                input_names=["x"], dynamic_axes={"x": [0]})
+
+
+def test_dynamic_image_size():
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.AvgPool2d(3, stride=1, padding=1), nn.AdaptiveAvgPool2d(1),
+                        nn.Flatten(), nn.Linear(4, 2)).eval()
+    data = export(net, ember.randn(2, 3, 8, 8), input_names=["img"],
+                  dynamic_axes={"img": {0: "batch", 2: "height", 3: "width"}})
+    for shape in ((1, 3, 8, 8), (3, 3, 12, 6), (2, 3, 16, 10)):
+        assert_runs_like_ember(data, net, ember.randn(*shape))

@@ -1,5 +1,6 @@
-"""Turn recorded entries into an ONNX GraphProto: name every value, emit each entry's nodes
-through its converter (``_ops.CONVERTERS``), collect initializers, mark dynamic dims."""
+"""Turn recorded entries into ONNX nodes: name every value, emit each entry's nodes through
+its converter (``CONVERTERS``, filled by ``_ops*`` and ``_rnn``), collect initializers, mark
+dynamic dims, and check the recordings against each other."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from onnx import helper, numpy_helper
 from ember._tensor import Tensor
 from ember.onnx._record import Entry
 
-# Ops whose keyword arguments may differ between the two recordings (shapes that follow the
+# Ops whose keyword arguments may differ between the recordings (shapes that follow the
 # dynamic dims): their converters build the shape from the dynamic dims themselves.
 SHAPE_FOLLOWING = {"View", "UnsafeView", "Expand", "MaxPool", "AvgPool"}
 CONVERTERS: dict = {}  # ember op name (or RNN mode) -> converter(Call) -> output name(s)
@@ -137,7 +138,7 @@ class Builder:
     def convert(self, e: Entry, others: list, syms: list, converters: dict) -> None:
         """Emit entry ``e``; ``others``: the same entry in the other recordings, one per
         dynamic symbol in ``syms`` (that symbol's dims doubled), or one with no symbol."""
-        conv = _converter(e, converters)
+        conv = _converter(e, converters, self.opset)
         for other in others:
             _check_same(e, other)
         dyn_in = [self.dyn.get(self.names.get(id(t._data)), set())
@@ -175,16 +176,18 @@ class Builder:
                 self.bind(o._data, name, dyn)
 
 
-def _converter(e: Entry, converters: dict):
-    op = e.op
-    if isinstance(op, str):
-        return converters[op]
-    for cls in op.__mro__:
-        if cls.__name__ in converters:
-            return converters[cls.__name__]
+def _names(e: Entry) -> list:
+    """The names an entry's converter may be registered under: its class and its bases."""
+    return [e.op] if isinstance(e.op, str) else [c.__name__ for c in e.op.__mro__]
+
+
+def _converter(e: Entry, converters: dict, opset: int):
+    for name in _names(e):
+        if name in converters:
+            return converters[name]
     raise UnsupportedOperatorError(
-        f"Exporting the operator '{op.__name__}' ({getattr(op, 'node_name', '')}) to ONNX is "
-        "not supported by ember.onnx.export")
+        f"Exporting the operator '{e.name}' ({getattr(e.op, 'node_name', '')}) to ONNX opset "
+        f"version {opset} is not supported by ember.onnx.export.")
 
 
 def _exponents(a, others: list, syms: list, d: int) -> dict | None:
@@ -217,13 +220,13 @@ def _canon(v):
 
 
 def _check_same(a: Entry, b: Entry) -> None:
-    """The two recordings must agree, or the graph would not hold for other inputs."""
+    """The recordings must agree, or the graph would not hold for other inputs."""
     if a.name != b.name or len(a.inputs) != len(b.inputs):
         raise RuntimeError(
             f"ember.onnx.export: the forward ran different ops for other input values or "
             f"sizes ('{a.name}' then '{b.name}'): data-dependent control flow cannot be "
             "exported")
-    if a.name in SHAPE_FOLLOWING or isinstance(a.op, str):
+    if isinstance(a.op, str) or SHAPE_FOLLOWING.intersection(_names(a)):
         return
     arrays = (np.ndarray, Tensor)
     for k in a.kw:

@@ -239,7 +239,6 @@ def _batch_norm(c):
         return _normalize(c)
     mean, var = c.kw["running"] if c.kw.get("running") is not None else \
         (s.reshape(-1) for s in c.kw["stats"])
-    x, w, b = c.ins
     return c.node("BatchNormalization", [c.x[0], c.x[1], c.x[2], c.g.value(mean),
                                          c.g.value(var)], epsilon=float(c.kw["eps"]))
 
