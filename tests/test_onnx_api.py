@@ -288,3 +288,23 @@ def test_dynamic_image_size():
                   dynamic_axes={"img": {0: "batch", 2: "height", 3: "width"}})
     for shape in ((1, 3, 8, 8), (3, 3, 12, 6), (2, 3, 16, 10)):
         assert_runs_like_ember(data, net, ember.randn(*shape))
+
+
+def test_torch_2_13_call_forms():
+    """Options after ``f`` are keyword-only; ``kwargs=``; ``f=None`` returns the ModelProto;
+    torch's options that do not change the graph are accepted, unknown ones are not."""
+    class Scaled(nn.Module):
+        def forward(self, x, *, scale):
+            return x * scale
+
+    x, s = ember.randn(3), ember.randn(3)
+    proto = ember.onnx.export(Scaled(), (x,), kwargs={"scale": s}, dynamo=False,
+                              external_data=False, optimize=True)
+    assert isinstance(proto, onnx.ModelProto)
+    assert [i.name for i in proto.graph.input] == ["x", "scale"]
+    got = run(proto.SerializeToString(), x.numpy(), s.numpy())
+    np.testing.assert_allclose(got[0], (x * s).numpy(), rtol=1e-6)
+    with pytest.raises(TypeError):
+        ember.onnx.export(nn.ReLU(), (x,), io.BytesIO(), True)
+    with pytest.raises(TypeError, match="dynamic_axes"):
+        ember.onnx.export(nn.ReLU(), (x,), io.BytesIO(), dynamic_shapes={"x": {0: "n"}})

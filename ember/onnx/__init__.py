@@ -54,20 +54,34 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'ember.onnx' has no attribute '{name}'")
 
 
-def export(model, args, f, export_params: bool = True, verbose: bool = False,
-           training: TrainingMode = TrainingMode.EVAL, input_names: list | None = None,
+# torch.onnx.export options that do not change the graph ember writes (ember has one
+# exporter, writes one file, and checks the model itself).
+_NO_EFFECT = frozenset({"dynamo", "external_data", "optimize", "report", "verify", "profile",
+                        "dump_exported_program", "artifacts_dir", "autograd_inlining",
+                        "operator_export_type", "custom_opsets"})
+
+
+def export(model, args: tuple = (), f=None, *, kwargs: dict | None = None,
+           verbose: bool | None = None, input_names: list | None = None,
            output_names: list | None = None, opset_version: int | None = None,
-           dynamic_axes: dict | None = None, do_constant_folding: bool = True,
-           keep_initializers_as_inputs: bool | None = None, **kwargs) -> None:
-    """Export ``model`` run on ``args`` (a tensor, or a tuple of arguments whose last item may
-    be a dict of keyword arguments) as an ONNX model written to ``f`` (a path or a binary
-    file object). ``dynamic_axes`` maps input/output names to the dims (a list, or a dict
-    dim -> name) left symbolic.
+           export_params: bool = True, keep_initializers_as_inputs: bool = False,
+           dynamic_axes: dict | None = None, training: TrainingMode = TrainingMode.EVAL,
+           do_constant_folding: bool = True, **options):
+    """Export ``model`` run on ``args`` (a tensor or a tuple of arguments, tuples of tensors
+    allowed; keyword arguments in ``kwargs`` or as a trailing dict) as an ONNX model written
+    to ``f`` (a path or a binary file object); with ``f=None`` the ``onnx.ModelProto`` is
+    returned instead. ``dynamic_axes`` maps input/output names to the dims (a list, or a
+    dict dim -> symbol name) left symbolic.
 
     >>> net = ember.nn.Sequential(ember.nn.Linear(4, 2), ember.nn.ReLU())
     >>> ember.onnx.export(net, ember.randn(1, 4), "net.onnx", input_names=["x"],
     ...                   output_names=["y"], dynamic_axes={"x": [0], "y": [0]})
     """
+    for key in options:
+        if key not in _NO_EFFECT:
+            raise TypeError(f"export() got an unexpected keyword argument '{key}'"
+                            + (" (ember.onnx.export takes dynamic_axes)"
+                               if key == "dynamic_shapes" else ""))
     try:
         import onnx  # noqa: F401 - the optional dependency
     except ImportError as err:
@@ -80,10 +94,10 @@ def export(model, args, f, export_params: bool = True, verbose: bool = False,
         raise ValueError(f"Unsupported ONNX opset version: {opset} (ember exports opsets 17 "
                          "to 21)")
     args = args if isinstance(args, tuple) else (args,)
-    kw = {}
+    kw = dict(kwargs or {})
     if args and isinstance(args[-1], dict):
-        args, kw = args[:-1], args[-1]
-    names = _input_names(model, args, input_names)
+        args, kw = args[:-1], {**args[-1], **kw}
+    names = _input_names(model, args, kw, input_names)
     with _mode(model, training):
         _EXPORTING[0] = True
         try:
@@ -94,15 +108,18 @@ def export(model, args, f, export_params: bool = True, verbose: bool = False,
             _EXPORTING[0] = False
     if verbose:
         print(onnx.printer.to_text(proto.graph))
+    if f is None:
+        return proto
     if isinstance(f, (str, os.PathLike)):
         onnx.save_model(proto, os.fspath(f))
     else:
         f.write(proto.SerializeToString())
+    return None
 
 
-def _input_names(model, args: tuple, given: list | None) -> list:
+def _input_names(model, args: tuple, kw: dict, given: list | None) -> list:
     """The graph inputs' names: ``given`` first, then forward's parameter names (``name.k``
-    for the tensors of a tuple argument)."""
+    for the tensors of a tuple argument), then the keyword arguments' names."""
     from ember.onnx._record import flatten
 
     try:
@@ -110,9 +127,9 @@ def _input_names(model, args: tuple, given: list | None) -> list:
     except (TypeError, ValueError):
         params = []
     auto = []
-    for i, a in enumerate(args):
-        base = params[i] if i < len(params) else f"input_{i}"
-        leaves = flatten(a) if isinstance(a, (tuple, list)) else [a]
+    named = [(params[i] if i < len(params) else f"input_{i}", a) for i, a in enumerate(args)]
+    for base, a in named + list(kw.items()):
+        leaves = flatten(a) if isinstance(a, (tuple, list, dict)) else [a]
         auto += [base if isinstance(a, Tensor) else f"{base}.{k}"
                  for k, t in enumerate(leaves) if isinstance(t, Tensor)]
     given = list(given or [])

@@ -12,7 +12,7 @@ from ember.onnx import _graph, _ops, _ops_more, _ops_shape, _record, _rnn  # noq
 def to_model(model, args: tuple, kw: dict, opset: int, input_names: list,
              output_names: list | None, dynamic_axes: dict, export_params: bool,
              keep_initializers_as_inputs: bool, fold: bool) -> onnx.ModelProto:
-    tensors = _record.flatten(args)
+    tensors = _record.flatten((args, kw))  # the graph inputs: positional, then keyword
     axes = {name: _axes(name, spec) for name, spec in dynamic_axes.items()}
     entries, out = _record.record(model, args, kw)
     outs = _record.flatten(out)
@@ -27,14 +27,14 @@ def to_model(model, args: tuple, kw: dict, opset: int, input_names: list,
     for sym in syms or [None]:
         grow = {i: tuple(d for d, s in axes.get(n, {}).items() if s == sym)
                 for i, n in enumerate(input_names)}
-        other_args = _record.perturbed(args, grow)
-        rec, out_b = _record.record(model, other_args, kw)
+        other = _record.perturbed((args, kw), grow)
+        rec, out_b = _record.record(model, *other)
         if len(rec) != len(entries):
             raise RuntimeError("ember.onnx.export: the forward ran a different number of ops "
                                "for other input values or sizes: data-dependent control "
                                "flow cannot be exported")
         _graph.check_constants(entries, rec, known, _known(
-            rec, params, _record.flatten(other_args)))
+            rec, params, _record.flatten(other)))
         others.append(rec)
         outs_b.append(_record.flatten(out_b))
 

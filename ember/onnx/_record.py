@@ -70,8 +70,8 @@ def record(model, args: tuple, kwargs: dict) -> tuple[list[Entry], object]:
     # With grad on and float inputs requiring it, every op on a value that depends on the
     # inputs or parameters goes through Op.apply (no-grad fast paths, such as views for
     # ``x[i]``, would skip the recorder).
-    args = map_tensors(args, lambda _, t: t.detach().requires_grad_(True)
-                       if t.dtype.is_floating_point else t)
+    args, kwargs = map_tensors((args, kwargs), lambda _, t: t.detach().requires_grad_(True)
+                               if t.dtype.is_floating_point else t)
     saved, function.PROFILER[0] = function.PROFILER[0], rec
     try:
         with enable_grad():
