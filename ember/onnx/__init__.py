@@ -6,9 +6,13 @@ How data flows:
 1. ``_record.record`` runs the forward once with a recorder in ``Op.apply`` (the profiler's
    hook): every ember op appends an ``Entry`` (its class, input tensors, keyword arguments,
    outputs). Recurrent modules (LSTM, GRU, RNN) are recorded whole, as ONNX has nodes for them.
-2. A second recording, with other input values and the ``dynamic_axes`` doubled, tells which
-   dims are dynamic, and catches values computed outside ember's ops (they would be frozen).
-3. ``_graph.Builder`` walks the entries: each op's converter (``_ops``, ``_rnn``) emits ONNX
+2. More recordings, with other input values and each ``dynamic_axes`` symbol's dims doubled
+   in turn, tell which dims follow which symbol (a reshape's target shape is computed at run
+   time from them), and catch values computed from the inputs outside ember's ops (a
+   comparison, say: they would be frozen into the graph) and data-dependent control flow.
+   The recording runs with grad on (inputs requiring it), so that no-grad fast paths that
+   skip ``Op.apply`` are not taken.
+3. ``_graph.Builder`` walks the entries: each op's converter (``_ops*``, ``_rnn``) emits ONNX
    nodes; parameters and buffers become initializers under their ``state_dict`` names, other
    arrays constants.
 4. The nodes, initializers, inputs and outputs make a ModelProto, checked and saved to ``f``.
