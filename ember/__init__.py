@@ -74,7 +74,7 @@ def is_floating_point(x: Tensor) -> bool:
 _LAZY_MODULES = {
     "nn", "optim", "utils", "linalg", "cuda", "backends", "accelerator", "vision", "viz",
     "serialization", "testing", "special", "examples", "random", "compiler", "_dynamo",
-    "distributed", "func", "distributions", "profiler", "multiprocessing",
+    "distributed", "func", "distributions", "profiler", "multiprocessing", "onnx",
 }
 _LAZY_NAMES = {"save": "ember.serialization", "load": "ember.serialization",
                "compile": "ember._compile", "from_dlpack": "ember.utils.dlpack"}
