@@ -10,6 +10,7 @@ import os
 import queue
 import signal
 import time
+from multiprocessing import resource_tracker
 from multiprocessing.connection import wait
 from typing import NoReturn
 
@@ -34,13 +35,32 @@ def _sigint_blocked():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _stop_workers(workers, grace: float) -> None:
+def _drain(results) -> None:
+    """Read and drop the results left in the queue: unpickling a batch takes over (and so
+    frees) its shared memory."""
+    while True:
+        try:
+            results.get_nowait()
+        except queue.Empty:
+            return
+        except (OSError, EOFError, ValueError):  # closed, or a segment already gone
+            return
+        except Exception:  # noqa: BLE001, S112 - a result that fails to unpickle: skip it
+            continue
+
+
+def _stop_workers(workers, grace: float, results=None) -> None:
     """Wait up to ``grace`` seconds in all for the workers to exit, then terminate the rest:
-    a hung worker costs the grace once, not once per worker."""
+    a hung worker costs the grace once, not once per worker. Meanwhile, results that arrive
+    are read and dropped, so that the workers' queue threads can flush; once every worker has
+    exited cleanly the queue is drained (never after a kill: a message cut short would block
+    the read)."""
     deadline = time.monotonic() + grace
     alive = [w for w in workers if w.exitcode is None]
+    reader = [] if results is None else [results._reader]
     while alive and (left := deadline - time.monotonic()) > 0:
-        wait([w.sentinel for w in alive], left)
+        if reader and reader[0] in wait([w.sentinel for w in alive] + reader, left):
+            _drain(results)
         alive = [w for w in alive if w.exitcode is None]
     for w in alive:
         w.terminate()
@@ -50,6 +70,8 @@ def _stop_workers(workers, grace: float) -> None:
             w.kill()
     for w in workers:
         w.join()
+    if results is not None and all(w.exitcode == 0 for w in workers):
+        _drain(results)
 
 
 class MultiProcessIter:
@@ -74,6 +96,9 @@ class MultiProcessIter:
                                          else None))
         # a fork server's children have it as parent (and it lives as long as they do)
         parent = None if ctx.get_start_method() == "forkserver" else os.getpid()
+        # forked workers must report their shared-memory segments to this process's tracker
+        # (else each starts its own, which knows nothing of the main process unlinking them)
+        resource_tracker.ensure_running()
         base_seed = loader._base_seed()
         n = loader.num_workers
         self.result_queue = ctx.Queue()
@@ -196,7 +221,7 @@ class MultiProcessIter:
         for q in self.index_queues:
             with contextlib.suppress(OSError, ValueError):
                 q.put(None)
-        _stop_workers(self.workers, grace)
+        _stop_workers(self.workers, grace, self.result_queue)
         for q in (*self.index_queues, self.result_queue):
             if q is not None:
                 q.cancel_join_thread()
