@@ -121,3 +121,22 @@ def test_worker_errors_and_collate_fallbacks_leave_nothing():
     out = list(eud.DataLoader(ds, batch_size=3, num_workers=1, collate_fn=mixed))
     assert all(t.is_shared() for b in out for t in b)
     assert _none_left()
+
+
+def _total(q, out):
+    out.put(float(q.get().sum()))
+
+
+def test_a_received_batch_can_be_sent_on():
+    import ember.multiprocessing as emp
+
+    x = next(iter(eud.DataLoader(Samples(ember), batch_size=4, num_workers=1)))[0]
+    ctx = emp.get_context("fork")
+    q, out = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_total, args=(q, out))
+    p.start()
+    q.put(x)  # its segment has no name any more: it travels by value
+    assert out.get(timeout=30) == float(x.sum())
+    p.join(30)
+    assert p.exitcode == 0
+    assert _none_left()

@@ -23,6 +23,7 @@ import numpy as np
 
 _SEGMENTS: dict = {}  # id(array) -> (SharedMemory, created here)
 _HANDOFF: dict = {}  # id(array) -> whether it was sent: arrays for one receiver to unlink
+_NAMELESS: set = set()  # id(array) of handed-off arrays received (their names are unlinked)
 WORKER = [None]  # in a DataLoader worker, its segments' name prefix: tensors it sends are
 # handed off, in segments named after the main process (a test can tell its own)
 
@@ -30,6 +31,7 @@ WORKER = [None]  # in a DataLoader worker, its segments' name prefix: tensors it
 def _release(key: int, shm: shared_memory.SharedMemory, owner: bool) -> None:
     _SEGMENTS.pop(key, None)
     _HANDOFF.pop(key, None)
+    _NAMELESS.discard(key)
     if owner and shm._pid == os.getpid():  # the creator (not a forked copy) removes the name
         try:
             shm.unlink()
@@ -93,6 +95,18 @@ def attach(name: str, shape: tuple, dtype: str) -> np.ndarray:
     shm._pid = None
     arr = np.ndarray(shape, dtype=np.dtype(dtype), buffer=shm.buf)
     return _track(arr, shm, False)
+
+
+def take_over(arr: np.ndarray) -> None:
+    """Unlink the name of a handed-off segment just attached: the mapping keeps the memory."""
+    segment_of(arr).unlink()
+    _NAMELESS.add(id(arr))
+
+
+def by_name(arr) -> bool:
+    """Can another process attach to ``arr`` by its segment's name (``share_memory_()``)?"""
+    key = id(arr)
+    return segment_of(arr) is not None and key not in _HANDOFF and key not in _NAMELESS
 
 
 def segment_of(arr) -> shared_memory.SharedMemory | None:

@@ -9,7 +9,8 @@ memory may go. The process that shares a tensor must keep it alive while others 
 
 In a DataLoader worker every tensor sent (each batch goes to the main process once) travels in
 shared memory, as torch's: a batch collated there already lives in a handoff segment, any other
-tensor is copied into one; the receiver unlinks the segment's name once it has mapped it."""
+tensor is copied into one; the receiver unlinks the segment's name once it has mapped it. (So
+such a batch, sent on from the main process, travels by value: its memory has no name.)"""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def rebuild_tensor(name: str, shape: tuple, dtype: str, requires_grad: bool,
                    parameter: bool, handoff: bool = False) -> Tensor:
     arr = _shared.attach(name, shape, dtype)
     if handoff:  # ours alone now: the mapping keeps the memory, nothing keeps the name
-        _shared.segment_of(arr).unlink()
+        _shared.take_over(arr)
     t = Tensor._make(arr)
     if parameter:
         from ember.nn.parameter import Parameter
@@ -42,7 +43,7 @@ def reduce_tensor(t: Tensor):
             "transfer the data, call detach() on the tensor before serializing (e.g., "
             "putting it on the queue).")
     arr = t._data
-    shared = _shared.is_shared(t) and id(arr) not in _shared._HANDOFF  # by share_memory_()
+    shared = _shared.by_name(arr)
     handoff = (not shared and _shared.WORKER[0] is not None and isinstance(arr, np.ndarray)
                and arr.dtype.kind in "biufc")
     if handoff:

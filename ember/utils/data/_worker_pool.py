@@ -3,13 +3,16 @@ reuse them across epochs, and stop them promptly whatever happens."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import multiprocessing as mp
+import multiprocessing.util  # noqa: F401 - registers its exit hook before ours (see below)
 import os
 import queue
 import signal
 import time
+import weakref
 from multiprocessing import resource_tracker
 from multiprocessing.connection import wait
 from typing import NoReturn
@@ -18,6 +21,16 @@ from ember.utils.data import _worker
 
 _POLL = 0.2  # seconds between checks that workers are still alive
 SHUTDOWN_GRACE = 1.0  # seconds all workers together get to exit before they are terminated
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # iterators whose workers may still run
+
+
+@atexit.register
+def _stop_all() -> None:
+    """At exit (also after an uncaught Ctrl-C), before multiprocessing's own hook terminates
+    the daemonic workers: stop them the orderly way, reading their last batches, so that
+    no batch's shared memory is left to the resource tracker's warning."""
+    for it in list(_LIVE):
+        it._shutdown()
 
 
 @contextlib.contextmanager
@@ -103,6 +116,7 @@ class MultiProcessIter:
         n = loader.num_workers
         self.result_queue = ctx.Queue()
         self.done = ctx.Event()
+        _LIVE.add(self)
         fetch = loader._fetcher()
         for wid in range(n):
             iq = ctx.Queue()
