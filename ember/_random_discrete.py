@@ -9,7 +9,7 @@ below 10 and by BTRS rejection above. How many doubles an element reads depends 
 it read, so where the next element starts is known only once this one is done: the stream is
 inherently sequential. The per-element constants are computed with NumPy (in float32 where
 torch's float kernel computes them in float), and only the accept/reject loop runs in Python,
-on Python floats read ahead from the generator (``_Stream``), a few operations per double.
+on Python floats read ahead from the generator (``_Uniforms``), a few operations per double.
 """
 
 from __future__ import annotations
@@ -26,12 +26,32 @@ _TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.020790672
          0.00925546218271273, 0.00833056343336287)
 
 
+class _Uniforms:
+    """The generator's ``uniform_real_distribution<double>`` draws as Python floats, read
+    ahead in blocks; ``close`` leaves the generator right after the draws taken."""
+
+    def __init__(self, g, expected: int) -> None:
+        self.st = _Stream(g, expected)
+        self.buf = self.st.peek(expected).tolist()
+        self.pos = 0
+
+    def __call__(self) -> float:
+        if self.pos == len(self.buf):
+            self.buf = self.st.peek(2 * len(self.buf) + 64).tolist()
+        self.pos += 1
+        return self.buf[self.pos - 1]
+
+    def close(self) -> None:
+        self.st.pos = self.pos
+        self.st.close()
+
+
 def poisson_sample(g, rate: np.ndarray) -> np.ndarray:
     """torch's ``_s_poisson_cpu`` draws (float64) for ``rate``'s elements in C order."""
     refuse("sampling a Poisson distribution")
     flat = np.ascontiguousarray(rate, dtype=np.float64).reshape(-1)
     out = np.zeros(flat.size)
-    st = _Stream(g, 2 * flat.size + 64)
+    st = _Uniforms(g, 2 * flat.size + 64)
     rates = flat.tolist()
     enlam = np.exp(-flat).tolist()
     for i, lam in enumerate(rates):
@@ -40,7 +60,7 @@ def poisson_sample(g, rate: np.ndarray) -> np.ndarray:
         elif lam != 0:  # NaN runs Knuth's loop, as torch's does: it stops at the first draw
             x, prod, lim = 0, 1.0, enlam[i]
             while True:
-                prod *= st.uniform()
+                prod *= st()
                 if not prod > lim:
                     break
                 x += 1
@@ -49,15 +69,15 @@ def poisson_sample(g, rate: np.ndarray) -> np.ndarray:
     return out.reshape(rate.shape)
 
 
-def _ptrs(st: _Stream, lam: float) -> float:
+def _ptrs(uniform: _Uniforms, lam: float) -> float:
     slam, loglam = math.sqrt(lam), math.log(lam)
     b = 0.931 + 2.53 * slam
     a = -0.059 + 0.02483 * b
     invalpha = 1.1239 + 1.1328 / (b - 3.4)
     vr = 0.9277 - 3.6224 / (b - 2)
     while True:
-        u = st.uniform() - 0.5
-        v = st.uniform()
+        u = uniform() - 0.5
+        v = uniform()
         us = 0.5 - abs(u)
         k = math.floor((2 * a / us + b) * u + lam + 0.43)
         if us >= 0.07 and v <= vr:
@@ -74,6 +94,7 @@ def binomial_sample(g, count: np.ndarray, prob: np.ndarray) -> np.ndarray:
     or both float64; float32 computes torch's float arithmetic), in ``count``'s dtype."""
     refuse("sampling a Binomial distribution")
     dt = count.dtype.type
+    single = dt is np.float32
     n = np.ascontiguousarray(count).reshape(-1)
     p = np.ascontiguousarray(prob).reshape(-1)
     flip = p > 0.5
@@ -85,29 +106,31 @@ def binomial_sample(g, count: np.ndarray, prob: np.ndarray) -> np.ndarray:
         r = (q / (dt(1) - q)).astype(np.float64)
         m = np.floor((n + dt(1)) * q).astype(np.float64)
         c = (n * q).astype(np.float64) + 0.5
-    out = np.zeros(n.size)
-    st = _Stream(g, 4 * n.size + 64)
+    draws = []
+    st = _Uniforms(g, 4 * n.size + 64)
     # a NaN count would loop forever in torch's inversion: it gives NaN here
     trivial = (n <= 0) | (p <= 0) | (p >= 1) | np.isnan(p) | np.isnan(n)
-    rows = zip(n.tolist(), q.tolist(), flip.tolist(), btrs.tolist(), logq.tolist(),
-               stddev.tolist(), r.tolist(), m.tolist(), c.tolist())
-    for i, (ni, qi, fi, bi, lq, sd, ri, mi, ci) in enumerate(rows):
-        if trivial[i]:
+    rows = zip(trivial.tolist(), n.tolist(), q.tolist(), flip.tolist(), btrs.tolist(),
+               logq.tolist(), stddev.tolist(), r.tolist(), m.tolist(), c.tolist())
+    for skip, ni, qi, fi, bi, lq, sd, ri, mi, ci in rows:
+        if skip:
+            draws.append(0.0)
             continue
-        k = _btrs(st, ni, qi, sd, ri, mi, ci, dt) if bi else _inversion(st, ni, lq)
-        out[i] = ni - k if fi else k
+        k = _btrs(st, ni, qi, sd, ri, mi, ci, single) if bi else _inversion(st, ni, lq)
+        draws.append(ni - k if fi else k)
     st.close()
+    out = np.array(draws, dtype=np.float64)
     # count <= 0 or p <= 0: 0; p >= 1: count; NaN p: NaN (torch's branches, in that order)
     out = np.where((n <= 0) | (p <= 0), 0.0, np.where(p >= 1, n, np.where(np.isnan(p) | np.isnan(n),
                                                                          np.nan, out)))
     return out.astype(dt).reshape(count.shape)
 
 
-def _inversion(st: _Stream, n: float, logq: float) -> float:
+def _inversion(uniform: _Uniforms, n: float, logq: float) -> float:
     """Count geometric waiting times (in double) until they pass ``n`` trials."""
     total, k = 0.0, 0
     while True:
-        u = st.uniform()
+        u = uniform()
         total += math.ceil(math.log(u) / logq) if u > 0 else math.inf
         if total > n:
             return float(k)
@@ -122,17 +145,19 @@ def _tail(k: float) -> float:
     return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
 
 
-def _btrs(st: _Stream, n: float, p: float, stddev: float, r: float, m: float, c: float,
-          dt) -> float:
+def _btrs(uniform: _Uniforms, n: float, p: float, stddev: float, r: float, m: float, c: float,
+          single: bool) -> float:
     b = 1.15 + 2.53 * stddev
     a = -0.0873 + 0.0248 * b + 0.01 * p
     v_r = 0.92 - 4.2 / b
     alpha = (2.83 + 5.1 / b) * stddev
     while True:
-        u = st.uniform() - 0.5
-        v = st.uniform()
+        u = uniform() - 0.5
+        v = uniform()
         us = 0.5 - abs(u)
-        k = float(dt(math.floor((2 * a / us + b) * u + c)))
+        k = math.floor((2 * a / us + b) * u + c)
+        if single:  # torch's float kernel keeps k as a float
+            k = float(np.float32(k))
         if k < 0 or k > n:
             continue
         if us >= 0.07 and v <= v_r:
