@@ -9,6 +9,7 @@ gradients, as ``torch.distributions``.
 from ember.distributions import constraints, transforms
 from ember.distributions.bernoulli import Bernoulli
 from ember.distributions.beta import Beta
+from ember.distributions.binomial import Binomial
 from ember.distributions.categorical import Categorical
 from ember.distributions.cauchy import Cauchy
 from ember.distributions.chi2 import Chi2
@@ -23,6 +24,7 @@ from ember.distributions.independent import Independent
 from ember.distributions.kl import kl_divergence, register_kl
 from ember.distributions.laplace import Laplace
 from ember.distributions.log_normal import LogNormal
+from ember.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
 from ember.distributions.mixture_same_family import MixtureSameFamily
 from ember.distributions.multinomial import Multinomial
 from ember.distributions.multivariate_normal import MultivariateNormal
@@ -31,6 +33,7 @@ from ember.distributions.one_hot_categorical import (
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
 )
+from ember.distributions.poisson import Poisson
 from ember.distributions.relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
 from ember.distributions.relaxed_categorical import (
     ExpRelaxedCategorical,
@@ -42,10 +45,11 @@ from ember.distributions.transforms import *  # noqa: F403
 from ember.distributions.transforms import __all__ as _transforms_all
 from ember.distributions.uniform import Uniform
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
-           "ExpRelaxedCategorical", "ExponentialFamily", "Exponential", "Gamma", "Geometric",
-           "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
-           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "OneHotCategoricalStraightThrough", "RelaxedBernoulli",
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Distribution", "ExpRelaxedCategorical", "ExponentialFamily", "Exponential", "Gamma",
+           "Geometric", "HalfNormal", "Independent", "Laplace", "LogNormal",
+           "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical",
+           "OneHotCategoricalStraightThrough", "Poisson", "RelaxedBernoulli",
            "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
            "constraints", "kl_divergence", "register_kl", "transforms", *_transforms_all]

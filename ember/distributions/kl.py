@@ -245,4 +245,4 @@ def _kl_independent_independent(p, q):
                           p.reinterpreted_batch_ndims)
 
 
-from ember.distributions import _kl_cross  # noqa: E402, F401 - registers the mixed pairs
+from ember.distributions import _kl_cross, _kl_more  # noqa: E402, F401 - registers more pairs

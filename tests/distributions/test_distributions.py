@@ -78,6 +78,14 @@ CASES = {
         D.Categorical(w), D.Normal(m, s)), [_probs(2, 3), _arr(2, 3), _pos(2, 3)]),
     "Mixture-MVN": (lambda D, w, m: D.MixtureSameFamily(
         D.Categorical(logits=w), D.Independent(D.Normal(m, 1.0), 1)), [_arr(3), _arr(3, 2)]),
+    "Poisson": (lambda D, r: D.Poisson(r), [_pos(2, 6, low=0.2, high=40.0)]),
+    "Binomial-probs": (lambda D, p: D.Binomial(30, probs=p), [_pos(2, 4, low=0.05, high=0.95)]),
+    "Binomial-logits": (lambda D, n, logit: D.Binomial(n.detach(), logits=logit),
+                        [np.float32([[3], [60]]), _arr(2, 3, low=-4.0, high=4.0)]),
+    "LowRankMVN": (lambda D, m, w, d: D.LowRankMultivariateNormal(m, w, d),
+                   [_arr(2, 3), _arr(2, 3, 2), _pos(2, 3)]),
+    "LowRankMVN-bcast": (lambda D, m, w, d: D.LowRankMultivariateNormal(m, w, d),
+                         [_arr(3), _arr(2, 3, 1), _pos(3)]),
 }
 NAMES = list(CASES)
 
@@ -198,7 +206,7 @@ def test_cdf_icdf(name):
 
 
 @pytest.mark.parametrize("name", ["Bernoulli-probs", "Categorical-logits", "OneHotCategorical",
-                                  "Independent"])
+                                  "Independent", "Binomial-probs"])
 @pytest.mark.parametrize("expand", [True, False])
 def test_enumerate_support(name, expand):
     def fn(lib):

@@ -1,13 +1,15 @@
-"""Max, average, adaptive, unpooling and power-average pooling layers, 1-D to 3-D.
+"""Max, average, adaptive, fractional, unpooling and power-average pooling layers, 1-D to 3-D.
 
 Each layer stores its options and calls one function of ember/nn/_functional/pooling.py
-(``_fn``); the classes of a family differ only in that function.
+(``_fn``; the fractional ones, of pooling_fractional.py); the classes of a family differ only
+in that function.
 """
 
 from __future__ import annotations
 
 from ember._tensor import Tensor
 from ember.nn._functional import pooling as F
+from ember.nn._functional import pooling_fractional as FF
 from ember.nn.modules._functional_layer import FunctionalLayer
 from ember.nn.modules.module import Module
 
@@ -233,7 +235,51 @@ class LPPool3d(_LPPoolNd):
     _fn = staticmethod(F.lp_pool3d)
 
 
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None) -> None:
+        super().__init__()
+        nd, name = self._nd, type(self).__name__
+
+        def tup(v):
+            return tuple(v) if isinstance(v, tuple | list) else (v,) * nd
+
+        self.kernel_size = tup(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = tup(output_size) if output_size is not None else None
+        self.output_ratio = tup(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a "
+                             "pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor):
+        fn = FF.fractional_max_pool2d if self._nd == 2 else FF.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                  self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Max over (kH, kW) windows at pseudo-random strides down to ``output_size`` (or
+    ``output_ratio`` of the input) on (N, C, H, W) or (C, H, W) input."""
+
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Max over (kT, kH, kW) windows at pseudo-random strides, on (N, C, T, H, W) input."""
+
+    _nd = 3
+
+
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+           "FractionalMaxPool2d", "FractionalMaxPool3d",
            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
            "LPPool1d", "LPPool2d", "LPPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]

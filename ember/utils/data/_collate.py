@@ -28,6 +28,22 @@ def default_convert(data):
     return data
 
 
+def _stack_in_worker(arrays: list):
+    """In a DataLoader worker, ``arrays`` stacked straight into a shared-memory segment that
+    the main process takes over (torch collates into shared memory there too); None outside
+    a worker or when the arrays differ in shape or dtype (``stack``'s promotion applies)."""
+    from ember.multiprocessing import _shared
+
+    first = arrays[0]
+    if _shared.WORKER[0] is None or not all(
+            type(a) is np.ndarray and a.shape == first.shape and a.dtype == first.dtype
+            for a in arrays) or first.dtype.kind not in "biufc":
+        return None
+    out = _shared.new_handoff_array((len(arrays), *first.shape), first.dtype)
+    np.stack(arrays, out=out)
+    return Tensor._make(out)
+
+
 def default_collate(batch):
     """Stack a list of samples into a batch, recursing into dicts, tuples and lists."""
     import ember
@@ -35,12 +51,17 @@ def default_collate(batch):
 
     elem = batch[0]
     if isinstance(elem, Tensor):
+        if not any(b.requires_grad for b in batch) and all(isinstance(b, Tensor) for b in batch):
+            stacked = _stack_in_worker([b._data for b in batch])
+            if stacked is not None:
+                return stacked
         return ember.stack(list(batch), 0)
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in _NP_STR_KINDS:
             raise TypeError("default_collate: batch must contain tensors, numpy arrays, numbers,"
                             f" dicts or lists; found {elem.dtype}")
-        return Tensor._make(np.stack(batch))
+        stacked = _stack_in_worker(list(batch))
+        return stacked if stacked is not None else Tensor._make(np.stack(batch))
     if isinstance(elem, np.number | np.bool_):
         return Tensor._make(np.asarray(batch))
     if isinstance(elem, bool):

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ember.multiprocessing import _shared  # also registers the tensor reductions
+
 _worker_info = None
 WATCHDOG_INTERVAL = 1.0  # seconds between a worker's checks that the main process still lives
 
@@ -113,6 +115,8 @@ def worker_loop(dataset, index_queue, result_queue, done, fetch, worker_id: int,
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
                      name="ember_worker_watchdog").start()
     _seed_all(seed)
+    # batches go to the main process in shared memory
+    _shared.WORKER[0] = _shared.handoff_prefix(mp.parent_process().pid)
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
     where = f"in DataLoader worker process {worker_id}"
     init_error = None
@@ -140,5 +144,5 @@ def worker_loop(dataset, index_queue, result_queue, done, fetch, worker_id: int,
                 data = ExceptionWrapper(sys.exc_info(), where)
         result_queue.put((idx, data))
         del data
-    if done.is_set():
-        result_queue.cancel_join_thread()  # nobody reads the results now: never block at exit
+    # the queue's thread flushes what is left (the main process reads it while it shuts the
+    # workers down): a batch dropped here would leave its shared-memory segment behind

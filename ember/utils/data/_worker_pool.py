@@ -3,13 +3,17 @@ reuse them across epochs, and stop them promptly whatever happens."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import multiprocessing as mp
+import multiprocessing.util  # noqa: F401 - registers its exit hook before ours (see below)
 import os
 import queue
 import signal
 import time
+import weakref
+from multiprocessing import resource_tracker
 from multiprocessing.connection import wait
 from typing import NoReturn
 
@@ -17,6 +21,16 @@ from ember.utils.data import _worker
 
 _POLL = 0.2  # seconds between checks that workers are still alive
 SHUTDOWN_GRACE = 1.0  # seconds all workers together get to exit before they are terminated
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # iterators whose workers may still run
+
+
+@atexit.register
+def _stop_all() -> None:
+    """At exit (also after an uncaught Ctrl-C), before multiprocessing's own hook terminates
+    the daemonic workers: stop them the orderly way, reading their last batches, so that
+    no batch's shared memory is left to the resource tracker's warning."""
+    for it in list(_LIVE):
+        it._shutdown()
 
 
 @contextlib.contextmanager
@@ -34,13 +48,32 @@ def _sigint_blocked():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _stop_workers(workers, grace: float) -> None:
+def _drain(results) -> None:
+    """Read and drop the results left in the queue: unpickling a batch takes over (and so
+    frees) its shared memory."""
+    while True:
+        try:
+            results.get_nowait()
+        except queue.Empty:
+            return
+        except (OSError, EOFError, ValueError):  # closed, or a segment already gone
+            return
+        except Exception:  # noqa: BLE001, S112 - a result that fails to unpickle: skip it
+            continue
+
+
+def _stop_workers(workers, grace: float, results=None) -> None:
     """Wait up to ``grace`` seconds in all for the workers to exit, then terminate the rest:
-    a hung worker costs the grace once, not once per worker."""
+    a hung worker costs the grace once, not once per worker. Meanwhile, results that arrive
+    are read and dropped, so that the workers' queue threads can flush; once every worker has
+    exited cleanly the queue is drained (never after a kill: a message cut short would block
+    the read)."""
     deadline = time.monotonic() + grace
     alive = [w for w in workers if w.exitcode is None]
+    reader = [] if results is None else [results._reader]
     while alive and (left := deadline - time.monotonic()) > 0:
-        wait([w.sentinel for w in alive], left)
+        if reader and reader[0] in wait([w.sentinel for w in alive] + reader, left):
+            _drain(results)
         alive = [w for w in alive if w.exitcode is None]
     for w in alive:
         w.terminate()
@@ -50,6 +83,8 @@ def _stop_workers(workers, grace: float) -> None:
             w.kill()
     for w in workers:
         w.join()
+    if results is not None and all(w.exitcode == 0 for w in workers):
+        _drain(results)
 
 
 class MultiProcessIter:
@@ -74,10 +109,14 @@ class MultiProcessIter:
                                          else None))
         # a fork server's children have it as parent (and it lives as long as they do)
         parent = None if ctx.get_start_method() == "forkserver" else os.getpid()
+        # forked workers must report their shared-memory segments to this process's tracker
+        # (else each starts its own, which knows nothing of the main process unlinking them)
+        resource_tracker.ensure_running()
         base_seed = loader._base_seed()
         n = loader.num_workers
         self.result_queue = ctx.Queue()
         self.done = ctx.Event()
+        _LIVE.add(self)
         fetch = loader._fetcher()
         for wid in range(n):
             iq = ctx.Queue()
@@ -196,7 +235,7 @@ class MultiProcessIter:
         for q in self.index_queues:
             with contextlib.suppress(OSError, ValueError):
                 q.put(None)
-        _stop_workers(self.workers, grace)
+        _stop_workers(self.workers, grace, self.result_queue)
         for q in (*self.index_queues, self.result_queue):
             if q is not None:
                 q.cancel_join_thread()
