@@ -381,7 +381,7 @@ class Op(Function):
                 _save_extra(node)
             if LOCAL.saved_hooks and node._saved:
                 node._saved = graph.pack_saved(node, node._saved)
-            return tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
+            return tuple(Tensor._make(o, node, i) if o.dtype.kind in "fV" else Tensor._make(o)
                          for i, o in enumerate(out))
         res = Tensor._make(out, node, 0)
         if cls.view:

@@ -13,6 +13,7 @@ from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.nn._functional.dropout import dropout
 from ember.nn._functional.linear import linear
+from ember.ops._lowp import float32_math
 from ember.ops._promote import scalar
 from ember.ops.activation import softmax
 from ember.ops.joining import cat
@@ -36,6 +37,17 @@ def _softmax_rows(s: np.ndarray) -> np.ndarray:
     return p
 
 
+@float32_math
+def _attend(q, k, v, bias, scale) -> tuple:
+    """The attention output and weights (float16 / bfloat16 in float32, as torch's CPU kernel)."""
+    s = np.matmul(q, np.swapaxes(k, -1, -2))
+    s *= scalar(scale, s.dtype)
+    if bias is not None:
+        s = s + bias
+    p = _softmax_rows(s)
+    return np.matmul(p, v), p
+
+
 class ScaledDotProductAttention(Op):
     """Fused attention (no dropout): one node; backward recomputes or reuses the weights."""
 
@@ -45,13 +57,9 @@ class ScaledDotProductAttention(Op):
 
     @staticmethod
     def forward(ctx, q, k, v, bias=None, scale=1.0):
-        s = np.matmul(q, np.swapaxes(k, -1, -2))
-        s *= scalar(scale, s.dtype)
-        if bias is not None:
-            s = s + bias
-        p = _softmax_rows(s)
-        ctx.p, ctx.bias, ctx.scale = p, bias, scale
-        return np.matmul(p, v)
+        out, ctx.p = _attend(q, k, v, bias, scale)
+        ctx.bias, ctx.scale = bias, scale
+        return out
 
     @staticmethod
     def backward(ctx, g):
