@@ -70,7 +70,7 @@ def is_floating_point(x: Tensor) -> bool:
 # Submodules and names that live in them load on first use: `import ember` stays fast, and
 # `ember.nn`, `ember.optim`, `ember.save`, ... work without explicit imports, as in torch.
 _LAZY_MODULES = {
-    "nn", "optim", "utils", "linalg", "cuda", "backends", "accelerator", "vision", "viz",
+    "nn", "optim", "utils", "linalg", "cpu", "cuda", "backends", "accelerator", "vision", "viz",
     "serialization", "testing", "special", "examples", "random", "compiler", "_dynamo",
     "distributed",
 }
