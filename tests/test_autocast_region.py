@@ -308,3 +308,23 @@ def test_deprecated_names_are_torchs_classes():
     same(lambda L: _quiet(lambda: L.cuda.amp.autocast(dtype=L.bfloat16)._enabled))
     same(lambda L: (L.cpu.is_available(), L.cpu.device_count(), L.cpu.current_device()))
     same(lambda L: L.cuda.amp.amp_definitely_not_available())
+
+
+def test_compiled_module_under_autocast_casts_the_current_weights():
+    """ember.compile captures the casts (not the region's cached ones): after optimizer steps
+    the compiled output still equals the eager one."""
+    ember.manual_seed(0)
+    m = ember.nn.Linear(6, 4)
+    c = _quiet(lambda: ember.compile(m))
+    opt = ember.optim.SGD(m.parameters(), lr=0.5)
+    x = ember.tensor(X)
+    for _ in range(4):
+        with ember.autocast("cpu"):
+            m(x)  # an eager call first: the weight's cast is cached in this region
+            y = c(x)
+            ref = m(x)
+        assert y.dtype is ember.bfloat16
+        np.testing.assert_array_equal(y.float().detach().numpy(), ref.float().detach().numpy())
+        y.float().sum().backward()
+        opt.step()
+        opt.zero_grad()

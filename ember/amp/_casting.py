@@ -29,6 +29,7 @@ from ember import _dtype
 from ember._tensor import Tensor
 from ember.amp import _lists
 from ember.amp.autocast_mode import _state
+from ember.compiler.traced import capturing
 from ember.ops.pointwise import to_copy
 
 # The modules of the names in _lists ("F.linear" -> ember.nn.functional.linear); other names
@@ -55,11 +56,12 @@ def _eligible(t: Tensor, dev: str) -> bool:
 
 def _cast(t: Tensor, to: _dtype.dtype, dev: str):
     """``t`` in ``to`` when eligible; a float32 weight's cast to the region's dtype comes from
-    (and goes to) the cache, as torch's ``cached_cast``."""
+    (and goes to) the cache, as torch's ``cached_cast`` (not while ember.compile captures: its
+    program must cast the weights it is given, not reuse this region's casts)."""
     if not isinstance(t, Tensor) or t.dtype is to or not _eligible(t, dev):
         return t
     if (to is _state.dtype[dev] and t._rg and t._grad_fn is None and t._base is None
-            and _state.cache and t.dtype is _dtype.float32):
+            and _state.cache and t.dtype is _dtype.float32 and not capturing()):
         hit = _state.casts.get(id(t))
         if hit is not None and hit[0]() is t and hit[1].dtype is to:
             return hit[1]
