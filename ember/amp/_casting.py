@@ -50,7 +50,7 @@ def _device(args: tuple, kwargs: dict) -> str | None:
 def _eligible(t: Tensor, dev: str) -> bool:
     """Floating, not float64, on the region's device (torch's ``is_eligible``)."""
     d = t._data
-    return (d.dtype.kind in "fV" and d.dtype != np.float64
+    return (d.dtype.kind in "fV" and d.dtype.itemsize != 8  # float64
             and isinstance(d, np.ndarray) == (dev == "cpu"))
 
 
@@ -58,10 +58,13 @@ def _cast(t: Tensor, to: _dtype.dtype, dev: str):
     """``t`` in ``to`` when eligible; a float32 weight's cast to the region's dtype comes from
     (and goes to) the cache, as torch's ``cached_cast`` (not while ember.compile captures: its
     program must cast the weights it is given, not reuse this region's casts)."""
-    if not isinstance(t, Tensor) or t.dtype is to or not _eligible(t, dev):
+    if not isinstance(t, Tensor):
         return t
-    if (to is _state.dtype[dev] and t._rg and t._grad_fn is None and t._base is None
-            and _state.cache and t.dtype is _dtype.float32 and not capturing()):
+    dt = t.dtype
+    if dt is to or not _eligible(t, dev):
+        return t
+    if (t._rg and t._grad_fn is None and t._base is None and dt is _dtype.float32
+            and to is _state.dtype[dev] and _state.cache and not capturing()):
         hit = _state.casts.get(id(t))
         if hit is not None and hit[0]() is t and hit[1].dtype is to:
             return hit[1]
