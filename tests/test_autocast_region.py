@@ -328,3 +328,22 @@ def test_compiled_module_under_autocast_casts_the_current_weights():
         y.float().sum().backward()
         opt.step()
         opt.zero_grad()
+
+
+@pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist")
+                    and not os.environ.get("EMBER_DATASETS"), reason="no Fashion-MNIST here")
+def test_quickstart_amp_reaches_float32_accuracy(tmp_path):
+    import contextlib
+    import io
+
+    from ember.examples import quickstart
+
+    accs = []
+    for extra in ([], ["--amp"]):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            accs.append(quickstart.main(["--epochs", "2", "--limit", "3000", "--seed", "0",
+                                         "--lr", "0.05", "--data-root", str(tmp_path / "data"),
+                                         "--save", str(tmp_path / "m.pth"), *extra]))
+        assert re.search(r"Accuracy: [\d.]+%", buf.getvalue())
+    assert accs[0] > 0.6 and abs(accs[1] - accs[0]) < 0.01, accs
