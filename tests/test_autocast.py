@@ -305,3 +305,36 @@ def test_autocast_dtypes_and_values_match_torch(op):
                     continue  # torch picks oneDNN or not once per call, by the input's dtype;
                     # ember per layer: a float16 input's later layers differ
                 compare(op, fn, feed, low, k)
+
+
+def test_every_listed_name_is_wrapped_and_no_original_is_left():
+    """The casts live in wrappers that replaced each listed function wherever ember holds it:
+    each name of the table resolves to a wrapper, and no module or class still holds the
+    unwrapped function (an import made before the wrapping would escape autocast)."""
+    import importlib
+    import sys
+
+    from ember.amp import _casting, _lists
+
+    for mod in ("ember.nn", "ember.linalg", "ember.cpu", "ember.cuda", "ember.special"):
+        importlib.import_module(mod)
+    originals = {}
+    for name in _lists.POLICIES:
+        path = name.split(".")
+        obj = sys.modules[_casting._NAMESPACES.get(path[0], "ember")]
+        for attr in path[1:] if path[0] in _casting._NAMESPACES else path:
+            obj = getattr(obj, attr)
+        assert hasattr(obj, "_autocast_policies"), name
+        while hasattr(obj, "__wrapped__"):
+            obj = obj.__wrapped__
+            originals[id(obj)] = (name, obj)
+    for modname, mod in list(sys.modules.items()):
+        if not modname.startswith("ember") or mod is None:
+            continue
+        spaces = [vars(mod)] + [vars(c) for c in vars(mod).values()
+                                if isinstance(c, type) and c.__module__ == modname]
+        for space in spaces:
+            for key, value in space.items():
+                value = value.__func__ if isinstance(value, staticmethod) else value
+                hit = originals.get(id(value))
+                assert hit is None or hit[1] is not value, f"{modname}.{key}: {hit[0]} unwrapped"
