@@ -13,9 +13,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from oracle import same
 
 import ember
-from tests.oracle import same
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((8, 6)).astype(np.float32)

@@ -9,9 +9,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
+from oracle import same
 
 import ember
-from tests.oracle import same
 
 
 def _bf16(lib, a):
@@ -160,3 +160,16 @@ def test_bfloat16_checkpoints_round_trip_with_torch(tmp_path):
     ember.save(ember.arange(5, dtype=ember.bfloat16), buf)
     buf.seek(0)
     assert torch.equal(torch.load(buf), torch.arange(5, dtype=torch.bfloat16))
+
+
+def test_every_float32_math_op_is_installed():
+    # a class that moved would silently lose its float32 computation (and its output dtype)
+    import sys
+
+    import ember.nn  # noqa: F401 - its classes are on the list
+    from ember.ops import _lowp
+
+    for entry in _lowp.FLOAT32_OPS.split():
+        mod, _, name = entry.partition(":")[0].rpartition(".")
+        cls = getattr(sys.modules.get(f"ember.{mod}"), name, None)
+        assert cls is not None and vars(cls).get("_lowp"), entry

@@ -71,7 +71,7 @@ FLOAT32_OPS = """
     ops.pool.AdaptiveAvgPool ops.pool.Resample ops.pool.ResampleAdjoint
     ops.pointwise.Relu ops.pointwise.ThresholdBackward ops.pointwise.Tanh
     ops.pointwise.Sigmoid ops.activation.Gelu ops.activation.Silu
-    nn.modules.rnn.LSTMCellFused nn.modules.rnn.GRUCellFused
+    nn.modules._rnn_cells.LSTMCellFused nn.modules._rnn_cells.GRUCellFused
 """
 
 

@@ -14,7 +14,7 @@ from launch import ROOT, needs_mpi
 
 import ember
 import ember.distributed as dist
-from ember.nn.parallel.reducer import compute_bucket_assignment_by_size
+from ember.nn.parallel._reducer import compute_bucket_assignment_by_size
 from ember.utils.data import DistributedSampler
 
 

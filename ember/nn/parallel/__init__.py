@@ -1,4 +1,4 @@
-"""ember.nn.parallel: DistributedDataParallel (``distributed.py``) and its reducer."""
+"""ember.nn.parallel: DistributedDataParallel (distributed.py) and its reducer (_reducer.py)."""
 
 from ember.nn.parallel.distributed import DistributedDataParallel
 

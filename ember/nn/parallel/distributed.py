@@ -20,7 +20,7 @@ from ember.distributed.object_collectives import all_gather_object
 from ember.distributed.process_group import resolve
 from ember.distributed.reduce_op import ReduceOp
 from ember.nn.modules.module import Module
-from ember.nn.parallel.reducer import Reducer
+from ember.nn.parallel._reducer import Reducer
 
 _INCOMPLETE = (
     "Expected to have finished reduction in the prior iteration before starting a new one. "
