@@ -12,6 +12,7 @@ same seeded numbers as torch), and turns the module into that layer (``LazyLinea
 from __future__ import annotations
 
 import itertools
+import sys
 
 import ember
 from ember.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm
@@ -26,11 +27,6 @@ from ember.nn.modules.conv import (
 from ember.nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from ember.nn.modules.linear import Linear
 from ember.nn.parameter import UninitializedBuffer, UninitializedParameter, is_lazy
-
-__all__ = ["LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
-           "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
-           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
-           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class LazyModuleMixin:
@@ -291,3 +287,14 @@ class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
     """An InstanceNorm3d whose ``num_features`` comes from the first input."""
 
     cls_to_become = InstanceNorm3d
+
+
+# torch defines each lazy layer beside its eager one (torch.nn.modules.linear.LazyLinear, ...):
+# pickles and checkpoints name a class by its module, so they live (and export) there.
+for _cls in (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+             LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d,
+             LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d):
+    _eager = sys.modules[_cls.cls_to_become.__module__]
+    _cls.__module__ = _eager.__name__
+    setattr(_eager, _cls.__name__, _cls)
+    _eager.__all__.append(_cls.__name__)

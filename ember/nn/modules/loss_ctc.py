@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ember._tensor import Tensor
 from ember.nn._functional.ctc import ctc_loss
+from ember.nn.modules import loss as _loss
 from ember.nn.modules.loss import _Loss
 
 
@@ -22,4 +23,7 @@ class CTCLoss(_Loss):
                         self.reduction, self.zero_infinity)
 
 
-__all__ = ["CTCLoss"]
+# torch's CTCLoss is in torch.nn.modules.loss (pickles name a class by its module)
+CTCLoss.__module__ = _loss.__name__
+_loss.CTCLoss = CTCLoss
+_loss.__all__.append("CTCLoss")
