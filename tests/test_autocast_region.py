@@ -347,3 +347,45 @@ def test_quickstart_amp_reaches_float32_accuracy(tmp_path):
                                          "--save", str(tmp_path / "m.pth"), *extra]))
         assert re.search(r"Accuracy: [\d.]+%", buf.getvalue())
     assert accs[0] > 0.6 and abs(accs[1] - accs[0]) < 0.01, accs
+
+
+def _float16_scaled_run(L, steps: int = 12):
+    """float32 weights, a float16 autocast region, and a scale large enough that the float16
+    gradients of the backward overflow: the scaler skips those steps and backs off until they
+    are finite, then grows again (GradScaler on real float16 gradients, here on the CPU)."""
+    model = L.nn.Sequential(L.nn.Linear(20, 32), L.nn.ReLU(), L.nn.Linear(32, 5))
+    _copy_params(L, model)
+    rng = np.random.default_rng(11)
+    x = L.tensor(rng.standard_normal((64, 20)), dtype=L.float32)
+    y = L.tensor(rng.integers(0, 5, 64))
+    opt = L.optim.SGD(model.parameters(), lr=0.2)
+    scaler = L.amp.GradScaler("cpu", init_scale=2.0**24, growth_interval=3)
+    trace = []
+    for _ in range(steps):
+        opt.zero_grad()
+        with L.autocast("cpu", dtype=L.float16):
+            loss = L.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)  # as before clipping
+        finite = all(bool(p.grad.isfinite().all()) for p in model.parameters())
+        scaler.step(opt)
+        scaler.update()
+        trace.append((scaler.get_scale(), finite, _dt(model[0].weight.grad), loss.item()))
+    return trace
+
+
+def test_grad_scaler_on_float16_gradients_matches_torch():
+    e, t = _float16_scaled_run(ember), _float16_scaled_run(torch)
+    assert [s[:3] for s in e] == [s[:3] for s in t]
+    assert not t[0][1] and t[-1][1]  # overflowed steps first, then finite ones
+    np.testing.assert_allclose([s[3] for s in e], [s[3] for s in t], rtol=1e-3)
+
+
+def test_grad_scaler_refuses_float16_parameters():
+    def run(L):
+        p = L.nn.Parameter(L.ones(3, dtype=L.float16))
+        s = L.amp.GradScaler("cpu")
+        s.scale(p.sum()).backward()
+        s.unscale_(L.optim.SGD([p], lr=0.1))
+
+    same(run, match="Attempting to unscale FP16 gradients")
