@@ -173,3 +173,12 @@ def test_every_float32_math_op_is_installed():
         mod, _, name = entry.partition(":")[0].rpartition(".")
         cls = getattr(sys.modules.get(f"ember.{mod}"), name, None)
         assert cls is not None and vars(cls).get("_lowp"), entry
+
+
+def test_bfloat16_refuses_the_gpu_clearly():
+    # CuPy has no bfloat16: a move to CUDA says so before CuPy is reached (runs without a GPU)
+    from ember._backend import CUDA0, to_device
+
+    assert not ember.cuda.is_bf16_supported()
+    with pytest.raises(RuntimeError, match="CuPy has no bfloat16"):
+        to_device(ember.ones(2, dtype=ember.bfloat16)._data, CUDA0)
