@@ -4,10 +4,8 @@ import importlib
 import pkgutil
 
 __all__ = []
-# all loaded first: a few files add the classes torch keeps in another file to its __all__
-_mods = [importlib.import_module(f"{__name__}.{_info.name}")
-         for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)]
-for _mod in _mods:
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    _mod = importlib.import_module(f"{__name__}.{_info.name}")
     for _name in getattr(_mod, "__all__", ()):
         globals()[_name] = getattr(_mod, _name)
         __all__.append(_name)
