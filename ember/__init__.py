@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember import _dtype
 from ember._backend import device, get_default_device, set_default_device
 from ember._dtype import (
-    dtype, finfo, iinfo, float16, float32, float64, int8, int16, int32, int64, uint8,
+    dtype, finfo, iinfo, bfloat16, float16, float32, float64, int8, int16, int32, int64, uint8,
     get_default_dtype, set_default_dtype, promote_types,
 )
 from ember._tensor import Size, Tensor
@@ -27,8 +27,6 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
-if _dtype.bfloat16 is not None:
-    bfloat16 = _dtype.bfloat16
 
 for _mod in (_creation, _random):
     for _name, _fn in _mod.METHODS.items():
@@ -72,7 +70,7 @@ def is_floating_point(x: Tensor) -> bool:
 # Submodules and names that live in them load on first use: `import ember` stays fast, and
 # `ember.nn`, `ember.optim`, `ember.save`, ... work without explicit imports, as in torch.
 _LAZY_MODULES = {
-    "nn", "optim", "utils", "linalg", "cuda", "backends", "accelerator", "vision", "viz",
+    "nn", "optim", "utils", "linalg", "cpu", "cuda", "backends", "accelerator", "vision", "viz",
     "serialization", "testing", "special", "examples", "random", "compiler", "_dynamo",
     "distributed", "func", "distributions", "profiler", "multiprocessing", "onnx",
 }
@@ -94,3 +92,9 @@ from ember.autograd.anomaly_mode import (  # noqa: E402 - torch exposes these at
     is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
 )
+
+# autocast's casts on the ops of torch's autocast lists (ember/amp/_casting.py); ember.nn and
+# ember.linalg install theirs when they load.
+from ember.amp import _casting  # noqa: E402
+
+_casting.install()

@@ -229,6 +229,10 @@ def to_device(arr, dev: device):
     if dev.type == "cpu":
         return arr.get() if on_gpu else arr
     if not on_gpu:
+        if arr.dtype.kind == "V":  # ml_dtypes' bfloat16: CuPy would fail on it obscurely
+            raise RuntimeError("bfloat16 tensors cannot move to CUDA in ember: CuPy has no "
+                               "bfloat16 arrays (ember.cuda.is_bf16_supported() is False); "
+                               "use float16 on the GPU")
         _Cuda.active = True
         return _Cuda.cupy.asarray(arr)
     return arr

@@ -90,7 +90,7 @@ def _number(v):
 
 def _leaf_dtype(x) -> _dtype.dtype:
     if isinstance(x, np.generic | np.ndarray):  # first: np.float64 is a float subclass
-        return _dtype.from_numpy_dtype(x.dtype)
+        return _dtype.from_numpy_dtype(x.dtype, user=True)
     if isinstance(x, bool):
         return _dtype.bool_
     if isinstance(x, int):
@@ -156,7 +156,7 @@ def array_from_data(data, dt: _dtype.dtype | None) -> np.ndarray:
         arr = data._data
         return arr.astype(dt.np) if dt is not None else arr.copy()
     if isinstance(data, np.ndarray):
-        src = _dtype.from_numpy_dtype(data.dtype)
+        src = _dtype.from_numpy_dtype(data.dtype, user=True)
         return np.array(data, dtype=(dt or src).np)
     if not _is_seq(data):
         leaf_dt = _leaf_dtype(data)
@@ -218,7 +218,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``ndarray`` (writes to either show in both)."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    _dtype.from_numpy_dtype(ndarray.dtype)
+    _dtype.from_numpy_dtype(ndarray.dtype, user=True)
     return Tensor._make(ndarray)
 
 

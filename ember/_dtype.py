@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
+import ml_dtypes as _ml_dtypes  # NumPy's bfloat16 (a runtime dependency)
 import numpy as np
-
-try:  # bfloat16 needs ml_dtypes; without it ember.bfloat16 is simply absent
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None
 
 
 class dtype:
@@ -47,10 +43,9 @@ int64 = dtype("int64", np.int64, 1, 4)
 float16 = dtype("float16", np.float16, 2, 1)
 float32 = dtype("float32", np.float32, 2, 3)
 float64 = dtype("float64", np.float64, 2, 4)
-bfloat16 = dtype("bfloat16", _ml_dtypes.bfloat16, 2, 2) if _ml_dtypes else None
+bfloat16 = dtype("bfloat16", _ml_dtypes.bfloat16, 2, 2)
 
-ALL = [d for d in (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
-       if d]
+ALL = [bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64]
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 
@@ -59,12 +54,16 @@ def _dtype_by_name(name: str) -> dtype:
     return _BY_NAME[name]
 
 
-def from_numpy_dtype(np_dtype) -> dtype:
-    """The ember dtype for a NumPy dtype; TypeError for types torch has no equivalent of."""
-    d = _BY_NP.get(np.dtype(np_dtype))
-    if d is None:
+def from_numpy_dtype(np_dtype, user: bool = False) -> dtype:
+    """The ember dtype for a NumPy dtype; TypeError for types torch has no equivalent of.
+    ``user``: the array comes from the user (from_numpy, tensor), and torch takes no
+    bfloat16 array there (NumPy itself has none; ml_dtypes' is ember's storage)."""
+    np_dtype = np.dtype(np_dtype)
+    d = _BY_NP.get(np_dtype)
+    if d is None or user and d is bfloat16:
+        mod = np_dtype.type.__module__.split(".")[0]
         raise TypeError(
-            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype)}. The only supported "
+            f"can't convert np.ndarray of type {mod}.{np_dtype}. The only supported "
             "types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
         )
     return d
@@ -174,19 +173,16 @@ def to_dtype(obj, fname: str | None = None) -> dtype:
 
 _ALIASES = {
     "float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
-    "short": int16, "bool": bool_,
+    "short": int16, "bool": bool_, "bfloat16": bfloat16,
 }
-if bfloat16 is not None:
-    _ALIASES["bfloat16"] = bfloat16
 
 # Legacy tensor-type names, as `.type()` prints them.
 TYPE_NAMES = {
     float32: "ember.FloatTensor", float64: "ember.DoubleTensor", float16: "ember.HalfTensor",
     int64: "ember.LongTensor", int32: "ember.IntTensor", int16: "ember.ShortTensor",
     int8: "ember.CharTensor", uint8: "ember.ByteTensor", bool_: "ember.BoolTensor",
+    bfloat16: "ember.BFloat16Tensor",
 }
-if bfloat16 is not None:
-    TYPE_NAMES[bfloat16] = "ember.BFloat16Tensor"
 TYPE_BY_NAME = {v: k for k, v in TYPE_NAMES.items()}
 
 

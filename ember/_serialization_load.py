@@ -41,10 +41,8 @@ _STORAGE_DTYPES = {
     "DoubleStorage": _dtype.float64, "FloatStorage": _dtype.float32,
     "HalfStorage": _dtype.float16, "LongStorage": _dtype.int64, "IntStorage": _dtype.int32,
     "ShortStorage": _dtype.int16, "CharStorage": _dtype.int8, "ByteStorage": _dtype.uint8,
-    "BoolStorage": _dtype.bool_,
+    "BoolStorage": _dtype.bool_, "BFloat16Storage": _dtype.bfloat16,
 }
-if _dtype.bfloat16 is not None:
-    _STORAGE_DTYPES["BFloat16Storage"] = _dtype.bfloat16
 
 
 class StorageType:
@@ -202,8 +200,8 @@ def _allowed_globals() -> dict[str, Any]:
 # Legitimate tensor globals in torch checkpoints whose dtypes ember lacks: a clear error, not a
 # "weights only" refusal.
 _UNSUPPORTED_TENSOR_GLOBALS = {
-    "torch._utils._rebuild_tensor_v3", "torch.BFloat16Storage", "torch.ComplexFloatStorage",
-    "torch.ComplexDoubleStorage", "torch.bfloat16", "torch.complex64", "torch.complex128",
+    "torch._utils._rebuild_tensor_v3", "torch.ComplexFloatStorage",
+    "torch.ComplexDoubleStorage", "torch.complex64", "torch.complex128",
     "torch.uint16", "torch.uint32", "torch.uint64", "torch.QInt8Storage",
     "torch.QUInt8Storage", "torch.QInt32Storage",
 }
@@ -212,9 +210,8 @@ _UNSUPPORTED_TENSOR_GLOBALS = {
 def _refuse_unsupported(full: str) -> None:
     if full in _UNSUPPORTED_TENSOR_GLOBALS:
         raise RuntimeError(f"ember.load: the checkpoint holds tensors that need {full}, "
-                           "a dtype ember does not have (bfloat16 needs the ml_dtypes "
-                           "package; complex, unsigned 16-64 bit and float8 are not "
-                           "supported)")
+                           "a dtype ember does not have (complex, unsigned 16-64 bit and "
+                           "float8 are not supported)")
 
 
 class _Unpickler(pickle.Unpickler):

@@ -369,6 +369,8 @@ class Tensor(TensorCasts):
             if not force:
                 raise TypeError(_HOST_COPY)
             return self._data.get()
+        if self._data.dtype.kind == "V":  # NumPy has no bfloat16
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -378,6 +380,8 @@ class Tensor(TensorCasts):
                                "tensor.detach().numpy() instead.")
         if not isinstance(self._data, np.ndarray):
             raise TypeError(_HOST_COPY)
+        if self._data.dtype.kind == "V":
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self):

@@ -55,8 +55,6 @@ class TensorCasts:
         return self.to(_dtype.float16)
 
     def bfloat16(self) -> TensorCasts:
-        if _dtype.bfloat16 is None:
-            raise RuntimeError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes")
         return self.to(_dtype.bfloat16)
 
     def long(self) -> TensorCasts:

@@ -376,3 +376,7 @@ from ember.ops._out import LINALG_RULES, add_out  # noqa: E402
 from ember.ops.linalg_extra import linalg_cross as cross  # noqa: E402
 
 add_out(globals(), LINALG_RULES, "linalg_")  # out= as in torch.linalg
+
+from ember.amp import _casting  # noqa: E402
+
+_casting.install()  # autocast's casts on the listed linalg ops

@@ -107,8 +107,7 @@ def test_python_types_as_dtype():
     same(lambda m: m.ones(2).to(float).dtype)
 
 
-def test_bfloat16_when_ml_dtypes_is_installed():
-    pytest.importorskip("ml_dtypes")
+def test_bfloat16():
     same(lambda m: m.tensor([1.5, 2.0], dtype=m.bfloat16))
     same(lambda m: m.finfo(m.bfloat16))
     same(lambda m: m.ones(2).bfloat16().type())

@@ -236,8 +236,7 @@ def test_parameter_reprs_reuse_tensor_repr():
     assert reprs(ember) == [norm(s) for s in reprs(torch)]
 
 
-def test_bfloat16_printing_when_ml_dtypes_is_installed():
-    pytest.importorskip("ml_dtypes")
+def test_bfloat16_printing():
     for vals in ([1.5, 2.0, 1e-5], [1.0, 3.0], [0.1, 0.2]):
         t, e = both(lambda m, vals=vals: m.tensor(vals, dtype=m.bfloat16))
         assert e == t

@@ -8,9 +8,8 @@ from hypothesis import strategies as st
 
 import ember
 
-DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
-if hasattr(ember, "bfloat16"):
-    DTYPES.append("bfloat16")
+DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+          "bfloat16"]
 SCALARS = [True, False, 0, 3, -2, 2.5, -0.0]
 
 

@@ -16,7 +16,6 @@ import torch
 import ember
 
 nan, inf = math.nan, math.inf
-needs_bf16 = pytest.mark.skipif(not hasattr(ember, "bfloat16"), reason="needs ml_dtypes")
 
 
 def outcome(fn, lib):
@@ -232,7 +231,6 @@ def test_assert_close_like_torch(case):
     same_outcome(case)
 
 
-@needs_bf16
 @pytest.mark.parametrize("case", BF16_CASES.values(), ids=BF16_CASES.keys())
 def test_assert_close_bfloat16_like_torch(case):
     same_outcome(case)
@@ -259,7 +257,7 @@ def test_assert_close_at_rounding_edges_like_torch(pair):
     same_outcome(lambda L: L.testing.assert_close(t(L, a, dtype), t(L, b, dtype)))
 
 
-@pytest.mark.parametrize("dtype", ["float16", pytest.param("bfloat16", marks=needs_bf16),
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16",
                                    "float32", "float64", "int64", "uint8"])
 @pytest.mark.parametrize("rtol,atol", [(1e-5, 1e-8), (1e-3, 1e-5), (0.1, 0), (0, 0.5), (0, 0)])
 def test_isclose_rounds_like_torch_at_every_scale(dtype, rtol, atol):
@@ -295,9 +293,8 @@ def test_testing_is_a_lazy_submodule():
 
 # --- make_tensor ---------------------------------------------------------------------------
 
-DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
-if hasattr(ember, "bfloat16"):
-    DTYPES.append("bfloat16")
+DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+          "bfloat16"]
 INTEGERS = {"bool", "uint8", "int8", "int16", "int32", "int64"}
 
 

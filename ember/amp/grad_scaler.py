@@ -1,10 +1,12 @@
-"""GradScaler: dynamic loss scaling, as ``torch.amp.GradScaler`` on a CPU build.
+"""GradScaler: dynamic loss scaling, as ``torch.amp.GradScaler``.
 
 The loss is multiplied by ``scale`` before backward; ``unscale_`` divides the gradients back
 and records whether any is inf/NaN; ``step`` skips the optimizer step when one was; ``update``
 halves the scale after an overflow and doubles it after ``growth_interval`` clean steps. The
 arithmetic follows torch's CPU kernels (``_amp_foreach_non_finite_check_and_unscale_`` and
-``_amp_update_scale_``) so the scale sequence and ``state_dict`` match torch's exactly.
+``_amp_update_scale_``) so the scale sequence and ``state_dict`` match torch's exactly. The
+scale lives on the device of the first tensor scaled (a CuPy GPU for "cuda"; without one, a
+"cuda" scaler disables itself with torch's warning, as torch's CPU build does).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import ember
+from ember._backend import xp_of
 from ember._tensor import Tensor
 
 __all__ = ["GradScaler", "OptState"]
@@ -40,8 +43,7 @@ class GradScaler:
                  growth_interval: int = 2000, enabled: bool = True) -> None:
         self._device = device
         self._enabled = enabled
-        if self._device == "cuda" and enabled:
-            # ember has no CUDA: torch's CPU build disables a CUDA scaler the same way.
+        if self._device == "cuda" and enabled and not ember.cuda.is_available():
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
                           "Disabling.", stacklevel=2)
             self._enabled = False
@@ -69,9 +71,10 @@ class GradScaler:
             raise AssertionError(f"Attempted {funcname} but _growth_tracker is None.  " + fix)
         return self._scale, self._growth_tracker
 
-    def _lazy_init_scale_growth_tracker(self) -> None:
-        self._scale = ember.full((), self._init_scale, dtype=ember.float32)
-        self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=ember.int32)
+    def _lazy_init_scale_growth_tracker(self, dev) -> None:
+        self._scale = ember.full((), self._init_scale, dtype=ember.float32, device=dev)
+        self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=ember.int32,
+                                          device=dev)
 
     def scale(self, outputs):
         """Multiply a tensor (or a nested list/tuple of tensors) by the scale factor."""
@@ -81,7 +84,7 @@ class GradScaler:
         def apply_scale(val):
             if isinstance(val, Tensor):
                 if self._scale is None:
-                    self._lazy_init_scale_growth_tracker()
+                    self._lazy_init_scale_growth_tracker(val.device)
                 return val * self._scale
             if isinstance(val, abc.Iterable):
                 iterable = map(apply_scale, val)
@@ -108,11 +111,11 @@ class GradScaler:
         with ember.no_grad():
             for g in grads:
                 # The check reads the gradient before unscaling; the multiply happens anyway.
-                if not np.isfinite(np.asarray(g._data, dtype=np.float64)).all():
+                if not bool(xp_of(g._data).isfinite(g._data).all()):
                     found_inf.fill_(1.0)
                 if inv_scale.item() != 1.0:
                     g.mul_(inv_scale)
-        return {ember.device("cpu"): found_inf}
+        return {found_inf.device: found_inf}
 
     def unscale_(self, optimizer) -> None:
         """Divide ``optimizer``'s gradients by the scale (once per ``update``)."""
@@ -126,7 +129,7 @@ class GradScaler:
         if state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = self._scale.double().reciprocal().float()
-        found_inf = ember.full((), 0.0, dtype=ember.float32)
+        found_inf = ember.full((), 0.0, dtype=ember.float32, device=self._scale.device)
         state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, found_inf,
                                                              False)
         state["stage"] = OptState.UNSCALED

@@ -415,7 +415,7 @@ class Op(Function):
             node._anomaly = forward_stack()
         if type(out) is tuple:
             node._out_meta = [(o.shape, o.dtype) for o in out]
-            res = tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
+            res = tuple(Tensor._make(o, node, i) if o.dtype.kind in "fV" else Tensor._make(o)
                         for i, o in enumerate(out))
             if cls.saves_output:
                 _save_outputs(node, res, cls.saves_output, cls.save_for, need)

@@ -2,6 +2,7 @@
 
     python -m ember.examples.quickstart            # the tutorial's MLP, SGD lr 1e-3, 5 epochs
     python -m ember.examples.quickstart --model cnn --optimizer adam --epochs 2
+    python -m ember.examples.quickstart --amp      # mixed precision: bfloat16 autocast on the CPU
 
 The code below is the tutorial's, with ``import ember as torch``.
 """
@@ -87,25 +88,33 @@ class Progress:
             sys.stdout.write("\r" + " " * 79 + "\r")
 
 
-def train(dataloader, model, loss_fn, optimizer, device, writer=None, epoch=0) -> None:
+def train(dataloader, model, loss_fn, optimizer, device, writer=None, epoch=0,
+          amp=False) -> None:
     size = len(dataloader.dataset)
     model.train()
     bar = Progress(size, sys.stdout.isatty())
+    # --amp: autocast's default dtype (bfloat16 on the CPU, float16 on CUDA); float16 gradients
+    # need loss scaling, bfloat16's range does not. Without --amp both are no-ops.
+    device_type = torch.device(device).type
+    scaler = torch.amp.GradScaler(device_type, enabled=amp and device_type == "cuda")
     for batch, (X, y) in enumerate(dataloader):
         X, y = X.to(device), y.to(device)
 
         # Compute prediction error
-        pred = model(X)
-        loss = loss_fn(pred, y)
+        with torch.autocast(device_type, enabled=amp):
+            pred = model(X)
+            loss = loss_fn(pred, y)
 
         # Backpropagation
-        loss.backward()
+        scaler.scale(loss).backward()
         if writer is not None and batch % 100 == 0:
+            scaler.unscale_(optimizer)  # histograms of the true gradients
             step = epoch * len(dataloader) + batch
             writer.add_scalar("train/loss", loss.item(), step)
             for name, p in model.named_parameters():
                 writer.add_histogram(f"grad/{name}", p.grad, step)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         optimizer.zero_grad()
 
         bar.update(min((batch + 1) * len(X), size), loss.item())
@@ -116,12 +125,12 @@ def train(dataloader, model, loss_fn, optimizer, device, writer=None, epoch=0) -
     bar.clear()
 
 
-def test(dataloader, model, loss_fn, device) -> tuple[float, float]:
+def test(dataloader, model, loss_fn, device, amp=False) -> tuple[float, float]:
     size = len(dataloader.dataset)
     num_batches = len(dataloader)
     model.eval()
     test_loss, correct = 0, 0
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast(torch.device(device).type, enabled=amp):
         for X, y in dataloader:
             X, y = X.to(device), y.to(device)
             pred = model(X)
@@ -148,6 +157,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="shuffle the training set each epoch (the tutorial's loader does not: "
                         "--no-shuffle)")
     p.add_argument("--logdir", default=None, help="write TensorBoard event files here")
+    p.add_argument("--amp", action="store_true",
+                   help="mixed precision: autocast (bfloat16 on the CPU; float16 with a "
+                        "GradScaler on cuda)")
     p.add_argument("--compile", action="store_true",
                    help="ember.compile the model and the optimizer step (captured programs)")
     p.add_argument("--save", default="model.pth", help="where to save the trained weights")
@@ -219,8 +231,8 @@ def main(argv=None) -> float:
     for t in range(args.epochs):
         print(f"Epoch {t + 1}\n-------------------------------")
         start = time.perf_counter()
-        train(train_dataloader, model, loss_fn, optimizer, device, writer, t)
-        accuracy, avg_loss = test(test_dataloader, model, loss_fn, device)
+        train(train_dataloader, model, loss_fn, optimizer, device, writer, t, args.amp)
+        accuracy, avg_loss = test(test_dataloader, model, loss_fn, device, args.amp)
         if writer is not None:
             writer.add_scalar("test/accuracy", accuracy, t)
             writer.add_scalar("test/loss", avg_loss, t)

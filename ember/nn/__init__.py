@@ -7,3 +7,9 @@ from ember.nn.parameter import Buffer, Parameter, UninitializedBuffer, Uninitial
 
 __all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter", "functional",
            "init", "parallel", "utils", *_modules_all]
+
+from ember.amp import _casting  # noqa: E402
+from ember.ops import _lowp  # noqa: E402
+
+_lowp.install()  # float32 math for the half-precision kernels defined in ember.nn
+_casting.install()  # autocast's casts on the listed nn.functional ops

@@ -2,7 +2,8 @@
 
 Every public module here exports ``METHODS`` (attached to Tensor) and ``FUNCTIONS`` (exported
 as ``ember.<name>``). Modules are discovered, so a new family needs no registration. The
-functions that take ``out=`` in torch get it here, all at once (``_out.py``).
+functions that take ``out=`` in torch get it here, all at once (``_out.py``), and the ops that
+compute float16 / bfloat16 in float32 get that here too (``_lowp.py``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from ember.ops import _lowp
 from ember.ops._out import add_out
 
 
@@ -22,3 +24,4 @@ def install(tensor_cls, namespace: dict) -> None:
             setattr(tensor_cls, name, fn)
         namespace.update(getattr(mod, "FUNCTIONS", {}))
     add_out(namespace)
+    _lowp.install()

@@ -20,6 +20,7 @@ from ember._backend import as_strided
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._common import variant
+from ember.ops._lowp import float32_math
 
 _GRAD_NAME = "ConvolutionBackwardBackward0"  # torch's node for any gradient of a convolution
 
@@ -49,6 +50,7 @@ def _windows(xp: np.ndarray, ksize, stride, dil, osize) -> np.ndarray:
                        *(s * t for s, t in zip(sp, stride))))
 
 
+@float32_math
 def _conv(x, w, b, stride, dil, pads, groups) -> np.ndarray:
     xp = _pad_arr(x, pads)
     o, cg, *ksize = w.shape
@@ -76,6 +78,7 @@ def _col2im(cols: np.ndarray, full: tuple, stride, dil) -> np.ndarray:
     return out
 
 
+@float32_math
 def _conv_t(g, w, b, stride, dil, pads, groups, out_size) -> np.ndarray:
     n, cin, *isize = g.shape
     _, cog, *ksize = w.shape
@@ -93,6 +96,7 @@ def _conv_t(g, w, b, stride, dil, pads, groups, out_size) -> np.ndarray:
     return out
 
 
+@float32_math
 def _conv_weight(x, g, stride, dil, pads, groups, ksize) -> np.ndarray:
     xp = _pad_arr(x, pads)
     n, c = x.shape[:2]

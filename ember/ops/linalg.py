@@ -10,6 +10,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops import _lowp
 from ember.ops.shape import Squeeze, UnsafeView
 
 _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
@@ -66,7 +67,7 @@ class Mm(Op):
     @staticmethod
     def forward(ctx, a, b):
         ctx.layout = _column_major(a), _column_major(b)
-        return a @ b
+        return _lowp.matmul(a, b)
 
     @staticmethod
     def backward(ctx, g):
@@ -118,14 +119,7 @@ class _AddProduct(Op):
         ctx.beta, ctx.alpha = beta, alpha
         if cls._layout:
             ctx.layout = _column_major(a), _column_major(b)
-        out = cls._product(a, b)
-        if alpha != 1:
-            out *= alpha
-        if beta == 1:
-            out += c
-        elif beta != 0:  # beta == 0 ignores c entirely (even NaN), as torch
-            out += beta * c
-        return out
+        return _add_product(a, b, c, beta, alpha, cls._product)
 
     @classmethod
     def backward(cls, ctx, g):
@@ -136,6 +130,18 @@ class _AddProduct(Op):
             g = g * ctx.alpha
         extra = (ctx.layout,) if cls._layout else ()
         return (gc, *cls._grads(g, a, b, need[1], need[2], *extra))
+
+
+@_lowp.float32_math
+def _add_product(a, b, c, beta, alpha, product):
+    out = product(a, b)
+    if alpha != 1:
+        out *= alpha
+    if beta == 1:
+        out += c
+    elif beta != 0:  # beta == 0 ignores c entirely (even NaN), as torch
+        out += beta * c
+    return out
 
 
 class Addmm(_AddProduct):
@@ -164,7 +170,7 @@ class Dot(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        return np.dot(a, b)
+        return _lowp.dot(a, b)
 
     @staticmethod
     def backward(ctx, g):
@@ -210,7 +216,7 @@ class Mv(Op):
 
     @staticmethod
     def forward(ctx, a, v):
-        return a @ v
+        return _lowp.matmul(a, v)
 
     @staticmethod
     def backward(ctx, g):
@@ -258,7 +264,7 @@ class Bmm(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        return np.matmul(a, b)
+        return _lowp.matmul(a, b)
 
     @staticmethod
     def backward(ctx, g):

@@ -90,7 +90,7 @@ def _first_argmax(views: list, best: np.ndarray, small: type) -> np.ndarray:
     for v in views[1:-1]:
         differs &= v != best
         arg += differs
-    if best.dtype.kind == "f" and (capturing() or np.isnan(best).any()):
+    if best.dtype.kind in "fV" and (capturing() or np.isnan(best).any()):
         for k, v in enumerate(views):  # torch: NaN wins, the last one in the window
             np.copyto(arg, k, where=v != v)
     return arg
@@ -107,7 +107,7 @@ def _select(views: list, arg: np.ndarray) -> np.ndarray:
 
 
 def _max_pool(x, ksize, stride, pad, dil, osize):
-    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    fill = -np.inf if x.dtype.kind in "fV" else np.iinfo(x.dtype).min  # "V": bfloat16
     xp = _padded(x, pad, osize, ksize, stride, dil, fill)
     views = [xp[_tap(pos, osize, stride, dil)] for pos in np.ndindex(*ksize)]
     if len(views) == 1:

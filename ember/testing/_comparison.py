@@ -31,9 +31,8 @@ _TOLERANCES = {
     _dtype.float16: (0.001, 1e-5),
     _dtype.float32: (1.3e-6, 1e-5),
     _dtype.float64: (1e-7, 1e-7),
+    _dtype.bfloat16: (0.016, 1e-5),
 }
-if _dtype.bfloat16 is not None:
-    _TOLERANCES[_dtype.bfloat16] = (0.016, 1e-5)
 # Python numbers compare as torch's int64, float64 and complex128.
 _NUMBER_TOLERANCES = {int: (0.0, 0.0), float: (1e-7, 1e-7), complex: (1e-7, 1e-7)}
 

@@ -13,6 +13,7 @@ from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.nn._functional.dropout import dropout
 from ember.nn._functional.linear import linear
+from ember.ops._lowp import F32, float32_math, lowp_dtype
 from ember.ops._promote import scalar
 from ember.ops.activation import softmax
 from ember.ops.joining import cat
@@ -45,6 +46,15 @@ def _softmax_rows(s: np.ndarray):
     return p, lse
 
 
+@float32_math
+def _weights(q, k, bias, scale: float, lse) -> np.ndarray:
+    """The attention weights from the rows' log-sum-exp (float16 / bfloat16 in float32)."""
+    s = _scores(q, k, bias, scale)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(s - lse)
+    return np.where(np.isfinite(lse), p, 0).astype(p.dtype, copy=False)
+
+
 class ScaledDotProductAttention(Op):
     """Fused attention (4-D inputs with one head size, no dropout), as torch's CPU flash
     kernel: one node saving the inputs, the output, the rows' log-sum-exp (and the mask);
@@ -56,10 +66,15 @@ class ScaledDotProductAttention(Op):
 
     @staticmethod
     def forward(ctx, q, k, v, bias=None, scale=1.0):
-        p, lse = _softmax_rows(_scores(q, k, bias, scale))
+        dt = lowp_dtype(q)
+        if dt is not None:  # float16 / bfloat16 in float32 as torch's CPU kernel; lse float32
+            q, k, v = q.astype(F32), k.astype(F32), v.astype(F32)
+        b = bias.astype(F32) if dt is not None and bias is not None and bias.dtype == dt else bias
+        p, lse = _softmax_rows(_scores(q, k, b, scale))
         ctx.scale = scale
         ctx.save_extra(lse, *(() if bias is None else (bias,)))
-        return np.matmul(p, v)
+        out = np.matmul(p, v)
+        return out if dt is None else out.astype(dt)
 
     @staticmethod
     def backward(ctx, g):
@@ -72,10 +87,8 @@ class ScaledDotProductAttention(Op):
             p = softmax(s, -1)
             d = (g.matmul(v.transpose(-2, -1)) * p).sum(-1, keepdim=True)
         else:
-            s = _scores(q._data, k._data, bias[0]._data if bias else None, ctx.scale)
-            with np.errstate(invalid="ignore"):
-                p = np.exp(s - lse._data)
-            p = Tensor._make(np.where(np.isfinite(lse._data), p, 0).astype(p.dtype, copy=False))
+            p = Tensor._make(_weights(q._data, k._data, bias[0]._data if bias else None,
+                                      ctx.scale, lse._data))
             d = (g * out).sum(-1, keepdim=True)  # = rowsum(dP * P), as flash's backward
         gv = p.transpose(-2, -1).matmul(g) if need[2] else None
         gs = p * (g.matmul(v.transpose(-2, -1)) - d) * ctx.scale

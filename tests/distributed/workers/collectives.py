@@ -11,9 +11,7 @@ from ember.distributed import ReduceOp
 dist.init_process_group("gloo")
 R, N = dist.get_rank(), dist.get_world_size()
 CHECKS = [0]
-DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int32", "int64", "bool"]
-if hasattr(ember, "bfloat16") and ember.bfloat16 is not None:
-    DTYPES.append("bfloat16")
+DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int32", "int64", "bool", "bfloat16"]
 
 
 def data(rank: int, dtype: str, shape=(2, 3), op=None) -> np.ndarray:

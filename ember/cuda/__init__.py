@@ -9,6 +9,7 @@ and copies them to the GPU, so ``ember.manual_seed`` alone fixes them.
 from __future__ import annotations
 
 from ember._backend import cupy_module, no_cuda_error
+from ember.cuda import amp
 
 
 def _cupy():
@@ -104,7 +105,7 @@ def memory_reserved(device=None) -> int:
 
 
 __all__ = [
-    "current_device", "device_count", "empty_cache", "get_device_capability",
+    "amp", "current_device", "device_count", "empty_cache", "get_device_capability",
     "get_device_name", "init", "is_available", "is_bf16_supported",
     "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "memory_allocated", "memory_reserved", "seed", "seed_all", "set_device", "synchronize",
