@@ -314,6 +314,11 @@ class OpNode(Node):
         self._extra = arrays if self._extra is None else self._extra + arrays
 
     def _call(self, grads: list) -> tuple:
+        g = grads[0]
+        if g is not None and g._data.dtype.kind == "c":  # one cheap test for complex graphs
+            from ember.ops._complex_grad import complex_call
+
+            return complex_call(self, grads)
         out = self._forward_cls.backward(self, *grads)
         return out if isinstance(out, tuple) else (out,)
 
@@ -355,6 +360,9 @@ class Op(Function):
     save_for: tuple | None = None
     broadcasts = False
     view = False
+    # How backward treats a complex gradient (ember/ops/_complex_grad.py): None (the op has
+    # no complex derivative), "holomorphic" (the real formula, conjugated) or "own".
+    complex_grad: str | None = None
 
     @classmethod
     def apply(cls, *inputs, **kw):

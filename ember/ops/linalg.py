@@ -10,6 +10,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._complex_grad import holomorphic
 from ember.ops.shape import Squeeze, UnsafeView
 
 _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
@@ -430,6 +431,9 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     mb = b.permute(db + free_b).reshape(size(b, db), size(b, free_b))
     return mm(ma, mb).reshape(out_shape)
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Mm, Addmm, Dot, Mv, Addmv, Bmm, Baddbmm, Addbmm)
 
 METHODS = {
     "mm": mm, "matmul": matmul, "dot": dot, "vdot": vdot, "mv": mv, "bmm": bmm, "addmm": addmm,

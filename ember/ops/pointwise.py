@@ -8,6 +8,8 @@ one NumPy call and whose backward is one formula are declared in a line each wit
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ember import _backend, _dtype
@@ -15,15 +17,20 @@ from ember._backend import device_of, to_device
 from ember._tensor import Tensor
 from ember.autograd.function import Op, OpNode
 from ember.ops._common import elementwise_op, float_unary, keep_where, quiet
+from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import binary_args, check_broadcast, scalar
 
 
 class ToCopy(Op):
     node_name = "ToCopyBackward0"
 
+    complex_grad = "own"
+
     @staticmethod
     def forward(ctx, x, dtype=None, device=None):
         ctx.src_dtype, ctx.src_device = x.dtype, device_of(x)
+        if x.dtype.kind == "c" and dtype is not None and dtype._kind < 3:
+            x = _discard_imag(x)
         if device is not None and device != ctx.src_device:
             y = to_device(x, device)  # already a copy
             return y if dtype is None or y.dtype == dtype.np else y.astype(dtype.np)
@@ -31,14 +38,24 @@ class ToCopy(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return to_copy(g, _dtype.from_numpy_dtype(ctx.src_dtype), ctx.src_device)
+        src = _dtype.from_numpy_dtype(ctx.src_dtype)
+        if src._kind < 3 and g._data.dtype.kind == "c":
+            g = g.real  # a real input's share of a complex gradient
+        return to_copy(g, src, ctx.src_device)
+
+
+def _discard_imag(x: np.ndarray) -> np.ndarray:
+    warnings.warn("Casting complex values to real discards the imaginary part (Triggered "
+                  "internally at /__w/pytorch/pytorch/aten/src/ATen/native/Copy.cpp:307.)",
+                  UserWarning, stacklevel=5)
+    return x.real
 
 
 def to_copy(x: Tensor, dtype: _dtype.dtype, device: _backend.device | None = None) -> Tensor:
     """A copy of ``x`` in ``dtype`` (and on ``device``); grad flows back only into float
     results."""
     out = ToCopy.apply(x, dtype=dtype, device=device)
-    if not dtype.is_floating_point:
+    if dtype._kind < 2:
         out._rg = False
         out._grad_fn = None
     return out
@@ -477,6 +494,10 @@ _NAMES = {
     "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clone": clone, "where": where,
     "positive": positive,
 }
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Clone, Add, Sub, Rsub, RsubScalar, Mul, Div, DivScalar, Neg, Exp, Log, Tanh,
+            Sigmoid, Where)
+
 METHODS = dict(_NAMES, where=_where_method, **{
     "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub, "__mul__": mul,
     "__rmul__": mul, "__truediv__": div, "__rtruediv__": rdiv, "__neg__": neg,

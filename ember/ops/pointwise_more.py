@@ -16,7 +16,7 @@ from ember.ops.pointwise import NotDifferentiable, _lhs_tensor, where
 # torch's C++ scalar-type names, used in its "not implemented for 'Long'" errors.
 _CNAME = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
           "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-          "float64": "Double"}
+          "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def not_for(kernel: str, dt: _dtype.dtype) -> NotImplementedError:
@@ -218,6 +218,9 @@ def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 by sign (0 for NaN, as torch)."""
     if x.dtype is _dtype.bool_:
         return Tensor._make(x._data.copy())
+    if x.dtype._kind == 3:
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex "
+                                  "numbers. Please use torch.sgn instead.")
     return Sign.apply(x)
 
 
@@ -225,6 +228,10 @@ def sgn(x: Tensor) -> Tensor:
     """The sign; for real tensors the same as ``sign``."""
     if x.dtype is _dtype.bool_:
         return Tensor._make(x._data.copy())
+    if x._data.dtype.kind == "c":
+        from ember.ops.complex import Sgn as ComplexSgn
+
+        return ComplexSgn.apply(x)
     return Sgn.apply(x)
 
 

@@ -18,6 +18,7 @@ from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.compiler.traced import capturing
+from ember.ops._complex_grad import holomorphic
 from ember.ops.pointwise import DivScalar, where
 
 
@@ -132,7 +133,7 @@ class MeanDim(Mean):
 
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     dt = _dtype.to_dtype(dtype) if dtype is not None else x.dtype
-    if not dt.is_floating_point:
+    if dt._kind < 2:
         from ember.ops.pointwise_more import _CNAME
 
         which = "Optional" if dtype is not None else "Input"
@@ -411,6 +412,9 @@ def count_nonzero(x: Tensor, dim=None) -> Tensor:
     count = np.count_nonzero(x._data, axis=dims)  # a Python int when dims is None
     return Tensor._make(xp_of(x._data).asarray(count, dtype=np.int64))
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Sum, Mean)
 
 METHODS = numpy_aliases({
     "sum": sum, "mean": mean, "nansum": nansum, "nanmean": nanmean, "prod": prod, "var": var,

@@ -13,6 +13,7 @@ import numpy as np
 from ember._backend import xp_of
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops._complex_grad import holomorphic
 
 
 def _shape_arg(shape) -> tuple:
@@ -469,6 +470,9 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
     out._data = xp_of(out._data).ascontiguousarray(out._data)
     return out
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(View, Alias, Permute, Transpose, T, Unsqueeze, Squeeze, Expand)
 
 METHODS = {
     "view": view, "reshape": reshape, "view_as": view_as, "reshape_as": reshape_as,
