@@ -14,8 +14,8 @@ import math
 
 from ember import _dtype
 from ember._tensor import Tensor
-from ember.fft._ops import FftC2C, FftC2R, FftR2C
 from ember.fft._helpers import fftfreq, fftshift, ifftshift, rfftfreq
+from ember.fft._ops import FftC2C, FftC2R, FftR2C
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
