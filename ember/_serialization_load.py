@@ -41,7 +41,8 @@ _STORAGE_DTYPES = {
     "DoubleStorage": _dtype.float64, "FloatStorage": _dtype.float32,
     "HalfStorage": _dtype.float16, "LongStorage": _dtype.int64, "IntStorage": _dtype.int32,
     "ShortStorage": _dtype.int16, "CharStorage": _dtype.int8, "ByteStorage": _dtype.uint8,
-    "BoolStorage": _dtype.bool_,
+    "BoolStorage": _dtype.bool_, "ComplexFloatStorage": _dtype.complex64,
+    "ComplexDoubleStorage": _dtype.complex128,
 }
 if _dtype.bfloat16 is not None:
     _STORAGE_DTYPES["BFloat16Storage"] = _dtype.bfloat16

@@ -411,6 +411,8 @@ class Tensor(TensorCasts):
         return self._data.reshape(()).item()
 
     def __float__(self) -> float:
+        if self._data.dtype.kind == "c":
+            raise RuntimeError("value cannot be converted to type double without overflow")
         return float(self._scalar())
 
     def __int__(self) -> int:

@@ -46,7 +46,8 @@ STORAGE_NAMES = {
     _dtype.float64: "DoubleStorage", _dtype.float32: "FloatStorage",
     _dtype.float16: "HalfStorage", _dtype.int64: "LongStorage", _dtype.int32: "IntStorage",
     _dtype.int16: "ShortStorage", _dtype.int8: "CharStorage", _dtype.uint8: "ByteStorage",
-    _dtype.bool_: "BoolStorage",
+    _dtype.bool_: "BoolStorage", _dtype.complex64: "ComplexFloatStorage",
+    _dtype.complex128: "ComplexDoubleStorage",
 }
 if _dtype.bfloat16 is not None:
     STORAGE_NAMES[_dtype.bfloat16] = "BFloat16Storage"

@@ -15,7 +15,8 @@ from ember.ops.shape import Squeeze, UnsafeView
 
 _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
             "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-            "float16": "c10::Half", "bfloat16": "c10::BFloat16", "bool": "bool"}
+            "float16": "c10::Half", "bfloat16": "c10::BFloat16", "bool": "bool",
+            "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
 def _cap(t: Tensor) -> str:

@@ -424,6 +424,8 @@ def relu(x: Tensor) -> Tensor:
     """``max(x, 0)``."""
     if x.dtype is _dtype.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
+    if x.dtype._kind == 3:
+        raise NotImplementedError("clamp is not supported for complex types")
     return Relu.apply(x)
 
 

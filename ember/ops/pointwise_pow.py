@@ -50,7 +50,7 @@ class Pow(Op):
         zero = g.new_zeros(())
         with np.errstate(all="ignore"):  # 0 * inf in the branch that where() discards
             ga = where(b == 0, zero, g * b * a ** (b - 1)) if need[0] else None
-            gb = g * where((a == 0) & (b >= 0), zero, out * a.log()) if need[1] else None
+            gb = g * where((a == 0) & (b.real >= 0), zero, out * a.log()) if need[1] else None
         return ga, gb
 
 
