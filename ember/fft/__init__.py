@@ -30,7 +30,7 @@ def _scale(norm: str | None, forward: bool, n: int) -> float:
     elif norm == "ortho":
         mode = "sqrt"
     else:
-        raise ValueError(f"Invalid normalization mode: {norm}")
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
     if mode == "none" or n == 0:
         return 1.0
     return 1.0 / math.sqrt(n) if mode == "sqrt" else 1.0 / n
@@ -51,11 +51,14 @@ def _promote(x: Tensor, fname: str, require_complex: bool = False) -> Tensor:
     return x
 
 
-def _dims_and_sizes(x: Tensor, s, dim) -> tuple[list, list]:
-    """torch's canonicalize_fft_shape_and_dim_args: the dims and the signal size for each."""
+def _dims_and_sizes(x: Tensor, s, dim, one_sided: str = "") -> tuple[list, list]:
+    """torch's canonicalize_fft_shape_and_dim_args: the dims and the signal size for each
+    (``one_sided``: the name of a transform that needs at least one dim)."""
     nd = x.ndim
     if dim is not None:
         dims = [dim] if isinstance(dim, int) else list(dim)
+        if not nd and dims:
+            raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
         for d in dims:
             if not -max(nd, 1) <= d < max(nd, 1):
                 raise IndexError(f"Dimension out of range (expected to be in range of "
@@ -77,6 +80,8 @@ def _dims_and_sizes(x: Tensor, s, dim) -> tuple[list, list]:
         if dim is None:
             dims = list(range(nd))
         sizes = [x.shape[d] for d in dims]
+    if one_sided and not dims:
+        raise RuntimeError(f"{one_sided} must transform at least one axis")
     for n in sizes:
         if n <= 0:
             raise RuntimeError(f"Invalid number of data points ({n}) specified")
@@ -117,7 +122,7 @@ def _r2c(x: Tensor, s, dim, norm, forward: bool, fname: str):
     if x.is_complex():
         raise RuntimeError(f"{fname} expects a real input tensor, but got "
                            f"{_dtype.TYPE_NAMES[x.dtype][6:-6]}")
-    dims, sizes = _dims_and_sizes(x, s, dim)
+    dims, sizes = _dims_and_sizes(x, s, dim, fname)
     x = _resize(x, dims, sizes)
     out = FftR2C.apply(x, dims=tuple(dims), scale=_scale(norm, forward, math.prod(sizes)),
                        onesided=True)
@@ -126,7 +131,7 @@ def _r2c(x: Tensor, s, dim, norm, forward: bool, fname: str):
 
 def _c2r(x: Tensor, s, dim, norm, forward: bool, fname: str):
     x = _promote(x, fname, require_complex=True)
-    dims, sizes = _dims_and_sizes(x, s, dim)
+    dims, sizes = _dims_and_sizes(x, s, dim, fname)
     if s is None or s[-1] == -1:
         sizes[-1] = 2 * (x.shape[dims[-1]] - 1)
         if sizes[-1] <= 0:

@@ -37,7 +37,7 @@ def _shift(x: Tensor, dim, inverse: bool) -> Tensor:
 
     dims = tuple(range(x.ndim)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
     if not dims:
-        return x.clone()
+        raise RuntimeError("`shifts` required")
     shifts = tuple((x.shape[d] + inverse) // 2 for d in dims)
     return roll(x, shifts, dims)
 
