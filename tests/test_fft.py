@@ -128,7 +128,7 @@ def test_freq_requires_grad():
 def test_shifts(name, shape):
     a = RNG.standard_normal(shape).astype(np.float32)
     for dim in (None, 0, -1):
-        ccheck(lambda m, t: getattr(m.fft, name)(t, dim=dim) * 1, a)
+        ccheck(lambda m, t, d=dim: getattr(m.fft, name)(t, dim=d) * 1, a)
 
 
 GRADCHECK = {
