@@ -53,7 +53,7 @@ def ccheck(fn, *arrays, atol=1e-5, rtol=1e-4, seed=1):
     assert edt == tdt
     assert eo.shape == to.shape
     np.testing.assert_allclose(eo, to, atol=atol, rtol=rtol)
-    assert ename == tname
+    assert ename == tname, (ename, tname)
     for i, (a, b) in enumerate(zip(eg, tg)):
         assert (a is None) == (b is None), f"grad of input {i}"
         if a is not None:
