@@ -9,6 +9,7 @@ conjugate bit instead), so ``is_conj()`` is always False; values and gradients a
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -18,8 +19,12 @@ from ember.autograd.function import Op
 from ember.ops._promote import check_broadcast
 
 
-def _complex_of(x: Tensor) -> _dtype.dtype:
-    return _dtype.from_numpy_dtype(x._data.dtype).to_complex()
+def discard_imag(x: np.ndarray) -> np.ndarray:
+    """The real parts, with torch's warning (a cast of complex values to a real dtype)."""
+    warnings.warn("Casting complex values to real discards the imaginary part (Triggered "
+                  "internally at /__w/pytorch/pytorch/aten/src/ATen/native/Copy.cpp:307.)",
+                  UserWarning, stacklevel=6)
+    return x.real
 
 
 class Conj(Op):

@@ -8,8 +8,6 @@ one NumPy call and whose backward is one formula are declared in a line each wit
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ember import _backend, _dtype
@@ -30,7 +28,9 @@ class ToCopy(Op):
     def forward(ctx, x, dtype=None, device=None):
         ctx.src_dtype, ctx.src_device = x.dtype, device_of(x)
         if x.dtype.kind == "c" and dtype is not None and dtype._kind < 3:
-            x = _discard_imag(x)
+            from ember.ops.complex import discard_imag
+
+            x = discard_imag(x)
         if device is not None and device != ctx.src_device:
             y = to_device(x, device)  # already a copy
             return y if dtype is None or y.dtype == dtype.np else y.astype(dtype.np)
@@ -42,13 +42,6 @@ class ToCopy(Op):
         if src._kind < 3 and g._data.dtype.kind == "c":
             g = g.real  # a real input's share of a complex gradient
         return to_copy(g, src, ctx.src_device)
-
-
-def _discard_imag(x: np.ndarray) -> np.ndarray:
-    warnings.warn("Casting complex values to real discards the imaginary part (Triggered "
-                  "internally at /__w/pytorch/pytorch/aten/src/ATen/native/Copy.cpp:307.)",
-                  UserWarning, stacklevel=5)
-    return x.real
 
 
 def to_copy(x: Tensor, dtype: _dtype.dtype, device: _backend.device | None = None) -> Tensor:
@@ -424,7 +417,7 @@ def relu(x: Tensor) -> Tensor:
     """``max(x, 0)``."""
     if x.dtype is _dtype.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
-    if x.dtype._kind == 3:
+    if x._data.dtype.kind == "c":
         raise NotImplementedError("clamp is not supported for complex types")
     return Relu.apply(x)
 

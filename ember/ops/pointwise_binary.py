@@ -22,7 +22,7 @@ SELF_OTHER = ("self", "other")  # what the gradient formulas below read, in this
 def _float_pair(a: Tensor, b: Tensor, kernel: str | None = None):
     """Promote to a float dtype; ``kernel`` names a kernel torch lacks for complex."""
     a, b = binary_args(a, b, float_result=True)
-    if kernel and a.dtype._kind == 3:
+    if kernel and a._data.dtype.kind == "c":
         from ember.ops.pointwise_more import not_for
 
         raise not_for(kernel, a.dtype)

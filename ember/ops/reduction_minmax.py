@@ -99,7 +99,7 @@ def _check_dim_size(name: str, x: Tensor, d: int) -> None:
 
 def _select(name, whole, by_dim, result_type):
     def fn(x: Tensor, dim=None, keepdim: bool = False):
-        if x.dtype._kind == 3:
+        if x._data.dtype.kind == "c":
             from ember.ops.pointwise_more import not_for
 
             raise not_for(f"{name}_all" if dim is None else f"{name}_cpu", x.dtype)
