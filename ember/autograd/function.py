@@ -241,7 +241,7 @@ def _wrap_output(node, o, i, track, args):
     if not track:
         return o
     if any(o is n for n in getattr(node, "non_differentiable", ())) or \
-            not o.dtype.is_floating_point:
+            o.dtype._kind < 2:
         o._rg = False
         return o
     o._grad_fn = node
@@ -420,7 +420,7 @@ class Op(Function):
             node._anomaly = forward_stack()
         if type(out) is tuple:
             node._out_meta = [(o.shape, o.dtype) for o in out]
-            res = tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
+            res = tuple(Tensor._make(o, node, i) if o.dtype.kind in "fc" else Tensor._make(o)
                         for i, o in enumerate(out))
             if cls.saves_output:
                 _save_outputs(node, res, cls.saves_output, cls.save_for, need)

@@ -198,7 +198,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 def vdot(a: Tensor, b: Tensor) -> Tensor:
     """Dot product conjugating the first argument (a plain dot for real tensors)."""
     _vec_args(a, b)
-    return Vdot.apply(a, b)
+    return Vdot.apply(a.conj(), b)
 
 
 def _mv_grads(g: Tensor, a: Tensor, v: Tensor, need_a: bool, need_v: bool) -> tuple:

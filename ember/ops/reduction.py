@@ -344,12 +344,18 @@ def _var_args(name: str, x: Tensor, dim, unbiased, keepdim, correction):
 
 
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
-    """Variance over ``dim`` with Bessel's ``correction`` (default 1)."""
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1); complex: the sum of
+    the parts' variances (a real result)."""
+    if x._data.dtype.kind == "c":
+        return var(x.real, dim, unbiased, keepdim, correction=correction) + \
+            var(x.imag, dim, unbiased, keepdim, correction=correction)
     return Var.apply(x, **_var_args("var", x, dim, unbiased, keepdim, correction))
 
 
 def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."""
+    if x._data.dtype.kind == "c":
+        return var(x, dim, unbiased, keepdim, correction=correction).sqrt()
     return Std.apply(x, **_var_args("std", x, dim, unbiased, keepdim, correction))
 
 

@@ -303,11 +303,11 @@ def _mT(x: Tensor) -> Tensor:
 
 
 def _H(x: Tensor) -> Tensor:
-    return _matrix_transpose(x, "H", "Consider using x.conj().", False)
+    return _matrix_transpose(x, "H", "Consider using x.conj().", False).conj()
 
 
 def _mH(x: Tensor) -> Tensor:
-    return _matrix_transpose(x, "mH", "Consider using x.conj().", True)
+    return _matrix_transpose(x, "mH", "Consider using x.conj().", True).conj()
 
 
 # --- squeeze / unsqueeze --------------------------------------------------------------------

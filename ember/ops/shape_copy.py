@@ -360,8 +360,8 @@ def cartesian_prod(*tensors) -> Tensor:
     return stack([g.flatten() for g in meshgrid(*tensors, indexing="ij")], 1)
 
 
-# Complex gradients are this formula conjugated (ember/ops/_complex_grad.py).
-holomorphic(Roll)
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Repeat, Flip, Roll, Tril, Trace)
 
 METHODS = {
     "repeat": repeat, "tile": tile, "repeat_interleave": repeat_interleave, "flip": flip,

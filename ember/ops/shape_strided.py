@@ -198,7 +198,7 @@ def as_strided(x: Tensor, size, stride, storage_offset: int | None = None) -> Te
 
 
 # Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
-holomorphic(Unfold, UnfoldGrad)
+holomorphic(Diagonal, DiagonalGrad, Unfold, UnfoldGrad)
 
 METHODS = {"diagonal": diagonal, "unfold": unfold, "as_strided": as_strided}
 FUNCTIONS = {"diagonal": diagonal, "as_strided": as_strided}
