@@ -250,6 +250,8 @@ def test_errors(fn):
     lambda m: m.softmax(m.tensor([1 + 2j]), 0),
     lambda m: float(m.tensor([1 + 2j])),
     lambda m: m.ones(2, 2, dtype=m.complex64) @ m.ones(2, 2),
+    lambda m: m.tensor([1 + 2j]).argmax(),
+    lambda m: m.tensor([1 + 2j]).argmin(0),
 ])
 def test_unsupported_ops_raise_torch_errors(fn):
     check_error(lambda m: fn(m))

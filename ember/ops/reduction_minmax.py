@@ -174,6 +174,8 @@ amin = _a_reduce("amin", Amin)
 
 def _arg_reduce(name: str, np_fn):
     def fn(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        if x._data.dtype.kind == "c":
+            raise RuntimeError(f"{name}(): does not support complex input")
         if x._data.dtype == np.bool_:
             raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
