@@ -6,7 +6,7 @@ from ember import _dtype
 from ember._backend import device, get_default_device, set_default_device
 from ember._dtype import (
     dtype, finfo, iinfo, bfloat16, float16, float32, float64, int8, int16, int32, int64, uint8,
-    get_default_dtype, set_default_dtype, promote_types,
+    complex64, complex128, get_default_dtype, set_default_dtype, promote_types,
 )
 from ember._tensor import Size, Tensor
 from ember._tensor_casts import LEGACY_TYPES as _LEGACY_TYPES
@@ -27,6 +27,8 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
+cfloat = complex64
+cdouble = complex128
 
 for _mod in (_creation, _random):
     for _name, _fn in _mod.METHODS.items():
@@ -67,12 +69,16 @@ def is_floating_point(x: Tensor) -> bool:
     return x.is_floating_point()
 
 
+def is_complex(x: Tensor) -> bool:
+    return x.is_complex()
+
+
 # Submodules and names that live in them load on first use: `import ember` stays fast, and
 # `ember.nn`, `ember.optim`, `ember.save`, ... work without explicit imports, as in torch.
 _LAZY_MODULES = {
     "nn", "optim", "utils", "linalg", "cpu", "cuda", "backends", "accelerator", "vision", "viz",
     "serialization", "testing", "special", "examples", "random", "compiler", "_dynamo",
-    "distributed", "func", "distributions", "profiler", "multiprocessing", "onnx",
+    "distributed", "func", "distributions", "profiler", "multiprocessing", "onnx", "fft",
 }
 _LAZY_NAMES = {"save": "ember.serialization", "load": "ember.serialization",
                "compile": "ember._compile", "from_dlpack": "ember.utils.dlpack"}

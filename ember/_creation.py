@@ -61,7 +61,7 @@ def finish(arr: np.ndarray, requires_grad: bool = False, device=None) -> Tensor:
         arr = to_device(arr, _backend._default_device)
     t = Tensor._make(arr)
     if requires_grad:
-        if arr.dtype.kind != "f" and not t.dtype.is_floating_point:
+        if arr.dtype.kind not in "fc" and not t.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                                "gradients")
         t._rg = True
@@ -97,6 +97,8 @@ def _leaf_dtype(x) -> _dtype.dtype:
         return _dtype.int64
     if isinstance(x, float):
         return _dtype.get_default_dtype()
+    if isinstance(x, complex):
+        return _dtype.default_complex()
     if isinstance(x, Tensor):
         return x.dtype
     if isinstance(x, str):
@@ -179,7 +181,9 @@ def array_from_data(data, dt: _dtype.dtype | None) -> np.ndarray:
             found = d if found is None else _dtype.promote_types(found, d)
     found = found or _dtype.get_default_dtype()
     try:
-        arr = np.array(flat, dtype=np.float64 if found.is_floating_point else found.np)
+        wide = np.float64 if found.is_floating_point else np.complex128 if found.is_complex \
+            else found.np
+        arr = np.array(flat, dtype=wide)
     except OverflowError:
         raise ValueError("Overflow when unpacking long long") from None
     return arr.reshape(shape).astype((dt or found).np, copy=False)
@@ -263,7 +267,7 @@ def full(size, fill_value, *, dtype=None, layout=None, device=None,
 
 def _filled(shape: tuple, value, dt: _dtype.dtype) -> np.ndarray:
     _dtype.check_int64(value, dt)
-    if dt.is_floating_point or dt is _dtype.bool_:
+    if dt._kind >= 2 or dt is _dtype.bool_:
         return np.full(shape, value, dt.np)
     # Going through an int64/float64 scalar keeps C-style truncation and wrapping
     # (full((1,), -1, dtype=uint8) gives 255) where NumPy would raise.

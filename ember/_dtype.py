@@ -14,15 +14,15 @@ class dtype:
     def __init__(self, name: str, np_dtype, kind: int, rank: int) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
-        self._kind = kind  # 0 bool, 1 integer, 2 floating
-        self._rank = rank  # order inside a kind, for promotion
+        self._kind = kind  # 0 bool, 1 integer, 2 floating, 3 complex
+        self._rank = rank  # order inside a kind, for promotion (complex: its parts' rank)
         self.is_floating_point = kind == 2
         self.is_signed = name not in ("uint8", "bool")
         self.itemsize = self.np.itemsize
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self._kind == 3
 
     def __repr__(self) -> str:
         return "ember." + self.name
@@ -31,7 +31,10 @@ class dtype:
         return (_dtype_by_name, (self.name,))
 
     def to_real(self) -> dtype:
-        return self
+        return _REAL_OF.get(self, self)
+
+    def to_complex(self) -> dtype:
+        return _COMPLEX_OF.get(self, complex64)
 
 
 bool_ = dtype("bool", np.bool_, 0, 0)
@@ -44,8 +47,13 @@ float16 = dtype("float16", np.float16, 2, 1)
 float32 = dtype("float32", np.float32, 2, 3)
 float64 = dtype("float64", np.float64, 2, 4)
 bfloat16 = dtype("bfloat16", _ml_dtypes.bfloat16, 2, 2)
+complex64 = dtype("complex64", np.complex64, 3, 3)
+complex128 = dtype("complex128", np.complex128, 3, 4)
+_REAL_OF = {complex64: float32, complex128: float64}
+_COMPLEX_OF = {float32: complex64, float64: complex128, float16: complex64}
 
-ALL = [bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64]
+ALL = [bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
+       complex128]
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 
@@ -64,7 +72,8 @@ def from_numpy_dtype(np_dtype, user: bool = False) -> dtype:
         mod = np_dtype.type.__module__.split(".")[0]
         raise TypeError(
             f"can't convert np.ndarray of type {mod}.{np_dtype}. The only supported "
-            "types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+            "types are: float64, float32, float16, complex64, complex128, int64, int32, int16, "
+            "int8, uint8, and bool."
         )
     return d
 
@@ -83,12 +92,20 @@ def set_default_dtype(d: dtype) -> None:
     _default_float = d
 
 
+def default_complex() -> dtype:
+    """The complex dtype matching the default float dtype (complex64 for float32)."""
+    return complex128 if _default_float is float64 else complex64
+
+
 def promote_types(a: dtype, b: dtype) -> dtype:
     """torch.promote_types: the smallest dtype both can be cast to."""
     if a is b:
         return a
     if a._kind != b._kind:
-        return a if a._kind > b._kind else b
+        hi, lo = (a, b) if a._kind > b._kind else (b, a)
+        if hi._kind == 3 and lo._kind == 2 and lo._rank > hi._rank:
+            return complex128  # float64 with complex64
+        return hi
     if a._kind == 1 and {a.name, b.name} == {"uint8", "int8"}:
         return int16
     if a._kind == 2 and {a.name, b.name} == {"float16", "bfloat16"}:
@@ -97,13 +114,15 @@ def promote_types(a: dtype, b: dtype) -> dtype:
 
 
 def scalar_kind(value) -> int:
-    """Kind (0 bool, 1 int, 2 float) of a Python scalar operand."""
+    """Kind (0 bool, 1 int, 2 float, 3 complex) of a Python scalar operand."""
     if isinstance(value, bool | np.bool_):
         return 0
     if isinstance(value, int | np.integer):
         return 1
     if isinstance(value, float | np.floating):
         return 2
+    if isinstance(value, complex | np.complexfloating):
+        return 3
     raise TypeError(f"unsupported scalar type {type(value).__name__}")
 
 
@@ -123,7 +142,17 @@ def check_int64(value, dt: dtype) -> None:
 
 
 def _kind_default(kind: int) -> dtype:
-    return (bool_, int64, _default_float)[kind]
+    return (bool_, int64, _default_float)[kind] if kind < 3 else default_complex()
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    """torch's combine_categories when either side is complex: a complex ``lower`` tier makes
+    a floating ``higher`` tier complex of the same precision (float64 + 1j: complex128)."""
+    if higher is None or higher._kind == 3:
+        return higher or lower
+    if higher._kind == 2:
+        return higher.to_complex()
+    return lower
 
 
 def result_type(tensors, scalars=()) -> dtype:
@@ -142,12 +171,18 @@ def result_type(tensors, scalars=()) -> dtype:
             zero_t = d if zero_t is None else promote_types(zero_t, d)
     out = dim_t
     if zero_t is not None:
-        if out is None or zero_t._kind > out._kind:
+        if out is None:
+            out = zero_t
+        elif zero_t._kind == 3:
+            out = _combine(out, zero_t)
+        elif zero_t._kind > out._kind:
             out = zero_t
     if scalars:
         k = max(scalar_kind(s) for s in scalars)
         if out is None:
             out = _kind_default(k)
+        elif k == 3:
+            out = _combine(out, _kind_default(k))
         elif k > out._kind:
             out = _kind_default(k)
     return out
@@ -173,7 +208,8 @@ def to_dtype(obj, fname: str | None = None) -> dtype:
 
 _ALIASES = {
     "float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
-    "short": int16, "bool": bool_, "bfloat16": bfloat16,
+    "short": int16, "bool": bool_, "bfloat16": bfloat16, "cfloat": complex64,
+    "cdouble": complex128,
 }
 
 # Legacy tensor-type names, as `.type()` prints them.
@@ -181,7 +217,8 @@ TYPE_NAMES = {
     float32: "ember.FloatTensor", float64: "ember.DoubleTensor", float16: "ember.HalfTensor",
     int64: "ember.LongTensor", int32: "ember.IntTensor", int16: "ember.ShortTensor",
     int8: "ember.CharTensor", uint8: "ember.ByteTensor", bool_: "ember.BoolTensor",
-    bfloat16: "ember.BFloat16Tensor",
+    bfloat16: "ember.BFloat16Tensor", complex64: "ember.ComplexFloatTensor",
+    complex128: "ember.ComplexDoubleTensor",
 }
 TYPE_BY_NAME = {v: k for k, v in TYPE_NAMES.items()}
 

@@ -42,6 +42,7 @@ _STORAGE_DTYPES = {
     "HalfStorage": _dtype.float16, "LongStorage": _dtype.int64, "IntStorage": _dtype.int32,
     "ShortStorage": _dtype.int16, "CharStorage": _dtype.int8, "ByteStorage": _dtype.uint8,
     "BoolStorage": _dtype.bool_, "BFloat16Storage": _dtype.bfloat16,
+    "ComplexFloatStorage": _dtype.complex64, "ComplexDoubleStorage": _dtype.complex128,
 }
 
 

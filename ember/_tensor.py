@@ -197,7 +197,7 @@ class Tensor(TensorCasts):
         return self._data.dtype.kind == "f" or self.dtype.is_floating_point
 
     def is_complex(self) -> bool:
-        return False
+        return self._data.dtype.kind == "c"
 
     def is_signed(self) -> bool:
         return self.dtype.is_signed
@@ -217,7 +217,7 @@ class Tensor(TensorCasts):
     def requires_grad(self, value: bool) -> None:
         if self._grad_fn is not None:
             raise RuntimeError(_NON_LEAF_RG if value else _NON_LEAF_RG + _NON_LEAF_HINT)
-        if value and not self.dtype.is_floating_point:
+        if value and self.dtype._kind < 2:
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
         self._rg = bool(value)
@@ -228,7 +228,7 @@ class Tensor(TensorCasts):
             if not requires_grad:
                 raise RuntimeError(_NON_LEAF_RG + _NON_LEAF_HINT)
             return self
-        if requires_grad and not self.dtype.is_floating_point:
+        if requires_grad and self.dtype._kind < 2:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._rg = bool(requires_grad)
         return self
@@ -415,6 +415,8 @@ class Tensor(TensorCasts):
         return self._data.reshape(()).item()
 
     def __float__(self) -> float:
+        if self._data.dtype.kind == "c":
+            raise RuntimeError("value cannot be converted to type double without overflow")
         return float(self._scalar())
 
     def __int__(self) -> int:

@@ -136,6 +136,22 @@ class _Formatter:
         return (self.max_width - len(text)) * " " + text
 
 
+class _ComplexFormatter:
+    """torch's pair of formatters for a complex tensor: one for the real parts, one for the
+    imaginary parts, joined as ``1.0000+2.j`` (the sign of the imaginary part kept)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.re = _Formatter(values.real.astype(np.float64), True)
+        self.im = _Formatter(values.imag.astype(np.float64), True)
+
+    def width(self) -> int:
+        return self.re.width() + self.im.width() + 1
+
+    def format(self, value) -> str:
+        imag = (self.im.format(value.imag) + "j").lstrip()
+        return self.re.format(value.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _vector_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
     per_line = max(1, math.floor((PRINT_OPTS.linewidth - indent) / (fmt.width() + 2)))
     edge = PRINT_OPTS.edgeitems
@@ -194,7 +210,10 @@ def tensor_str(t, indent: int) -> str:
         return "[]"
     summarize = arr.size > PRINT_OPTS.threshold
     values = _summarized(arr) if summarize else arr
-    fmt = _Formatter(values.astype(np.float64) if floating else values, floating)
+    if arr.dtype.kind == "c":
+        fmt = _ComplexFormatter(values)
+    else:
+        fmt = _Formatter(values.astype(np.float64) if floating else values, floating)
     return _nested_str(arr, indent, summarize, fmt)
 
 
@@ -247,7 +266,8 @@ def tensor_repr(t, tensor_contents: str | None = None) -> str:
     else:
         if not PRINT_OPTS.edgeitems:
             suffixes.append(f"size={tuple(t._data.shape)}")
-        if dt not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_):
+        if dt not in (_dtype.get_default_dtype(), _dtype.default_complex(), _dtype.int64,
+                      _dtype.bool_):
             suffixes.append(f"dtype={dt}")
         body = tensor_str(t, indent)
     if tensor_contents is not None:

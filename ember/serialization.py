@@ -47,6 +47,7 @@ STORAGE_NAMES = {
     _dtype.float16: "HalfStorage", _dtype.int64: "LongStorage", _dtype.int32: "IntStorage",
     _dtype.int16: "ShortStorage", _dtype.int8: "CharStorage", _dtype.uint8: "ByteStorage",
     _dtype.bool_: "BoolStorage", _dtype.bfloat16: "BFloat16Storage",
+    _dtype.complex64: "ComplexFloatStorage", _dtype.complex128: "ComplexDoubleStorage",
 }
 
 

@@ -242,7 +242,7 @@ def _wrap_output(node, o, i, track, args):
     if not track:
         return o
     if any(o is n for n in getattr(node, "non_differentiable", ())) or \
-            not o.dtype.is_floating_point:
+            o.dtype._kind < 2:
         o._rg = False
         return o
     o._grad_fn = node
@@ -315,6 +315,11 @@ class OpNode(Node):
         self._extra = arrays if self._extra is None else self._extra + arrays
 
     def _call(self, grads: list) -> tuple:
+        g = grads[0]
+        if g is not None and g._data.dtype.kind == "c":  # one cheap test for complex graphs
+            from ember.ops._complex_grad import complex_call
+
+            return complex_call(self, grads)
         out = self._forward_cls.backward(self, *grads)
         return out if isinstance(out, tuple) else (out,)
 
@@ -356,6 +361,9 @@ class Op(Function):
     save_for: tuple | None = None
     broadcasts = False
     view = False
+    # How backward treats a complex gradient (ember/ops/_complex_grad.py): None (the op has
+    # no complex derivative), "holomorphic" (the real formula, conjugated) or "own".
+    complex_grad: str | None = None
 
     @classmethod
     def apply(cls, *inputs, **kw):
@@ -415,7 +423,7 @@ class Op(Function):
             node._anomaly = forward_stack()
         if type(out) is tuple:
             node._out_meta = [(o.shape, o.dtype) for o in out]
-            res = tuple(Tensor._make(o, node, i) if o.dtype.kind in "fV" else Tensor._make(o)
+            res = tuple(Tensor._make(o, node, i) if o.dtype.kind in "fcV" else Tensor._make(o)
                         for i, o in enumerate(out))
             if cls.saves_output:
                 _save_outputs(node, res, cls.saves_output, cls.save_for, need)

@@ -95,12 +95,12 @@ RULES: dict[str, Rule] = {
              "fmax fmin fmod floor_divide remainder hypot logaddexp logaddexp2 logical_and "
              "logical_or logical_xor logical_not maximum minimum bitwise_and bitwise_or "
              "bitwise_xor bitwise_left_shift bitwise_right_shift pow xlogy lerp addcdiv addcmul "
-             "outer ger kron diff mean var std", Rule(CAST)),
+             "outer ger kron diff mean var std angle conj_physical", Rule(CAST)),
     **_rules("abs absolute ceil fix floor frac neg negative round sgn sign trunc clamp clip "
              "clamp_min clamp_max bitwise_not", Rule(FOUND)),
     **_rules("mm matmul bmm addmm addmv baddbmm mv cross inverse msort tril triu diag gather "
              "take_along_dim index_add index_copy scatter scatter_add scatter_reduce softmax "
-             "log_softmax renorm argmax argmin argsort norm", Rule(SAME)),
+             "log_softmax renorm argmax argmin argsort norm complex polar", Rule(SAME)),
     **_rules("cat concat concatenate stack hstack vstack row_stack dstack column_stack",
              Rule(("cast", TypeError, "torch.cat(): input types can't be cast to the desired "
                                       "output type {O}"))),

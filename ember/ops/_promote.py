@@ -8,7 +8,7 @@ from ember import _dtype
 from ember._dtype import check_int
 from ember._tensor import WRAPPED_NUMBER, Tensor
 
-_NUMBER = (int, float, bool, np.number, np.bool_)
+_NUMBER = (int, float, bool, complex, np.number, np.bool_)
 
 
 def const(value, dt: _dtype.dtype) -> Tensor:
@@ -74,7 +74,7 @@ def binary_args(a, b, float_result: bool = False):
         if b._data.dtype == ad and (not float_result or ad.kind == "f"):
             return a, b
         dt = _dtype.result_type((a, b))
-        if float_result and not dt.is_floating_point:
+        if float_result and dt._kind < 2:
             dt = _dtype.get_default_dtype()
         return cast(a, dt), cast(b, dt)
     if (tb is float or tb is int) and ad.kind == "f":
@@ -85,7 +85,7 @@ def binary_args(a, b, float_result: bool = False):
         return a, w
     if as_tensor_arg(b) is None:
         dt = _dtype.result_type((a,), (b,))
-        if float_result and not dt.is_floating_point:
+        if float_result and dt._kind < 2:
             dt = _dtype.get_default_dtype()
         return cast(a, dt), const(b, dt)
     return binary_args(a, as_tensor_arg(b), float_result)
@@ -94,7 +94,7 @@ def binary_args(a, b, float_result: bool = False):
 def float_arg(t: Tensor) -> Tensor:
     """Integer and bool tensors become the default float dtype (exp, sin, sqrt, ...)."""
     kind = t._data.dtype.kind
-    if kind == "f" or kind == "V" and t.dtype.is_floating_point:  # "V": ml_dtypes' bfloat16
+    if kind == "f" or kind == "c" or kind == "V" and t.dtype.is_floating_point:  # "V": bfloat16
         return t
     return cast(t, _dtype.get_default_dtype())
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._complex_grad import holomorphic
 
 _LETTERS = string.ascii_uppercase + string.ascii_lowercase
 
@@ -150,6 +151,9 @@ def einsum(equation: str, *operands) -> Tensor:
             raise RuntimeError(f"expected scalar type {_cap(operands[0])} but found {_cap(t)}")
     subs, out = _parse(equation, [t.shape for t in operands])
     return _einsum(subs, out, operands)
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Einsum)
 
 
 FUNCTIONS = {"einsum": einsum}

@@ -19,6 +19,7 @@ from ember.autograd.forward_ad import LEVEL as DUAL
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.compiler.traced import check
+from ember.ops._complex_grad import holomorphic
 from ember.ops.shape import Alias, Unsqueeze
 from ember.ops.shape_strided import region_view
 
@@ -379,6 +380,9 @@ def narrow(x: Tensor, dim: int, start, length: int) -> Tensor:
                            f"({size}).")
     return Slice.apply(x, dim=d, sl=slice(start, start + length))
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Select, Slice, Index, IndexGrad)
 
 METHODS = {"__getitem__": getitem, "select": select, "narrow": narrow}
 FUNCTIONS = {"select": select, "narrow": narrow}

@@ -8,6 +8,7 @@ from ember import _dtype
 from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import cast
 from ember.ops.indexing import Index, IndexGrad
 from ember.ops.inplace import apply_inplace
@@ -152,6 +153,9 @@ def masked_scatter_(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """In-place ``masked_scatter``."""
     return apply_inplace(x, masked_scatter, mask, source)
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(MaskedFill)
 
 METHODS = {
     "masked_fill": masked_fill, "masked_fill_": masked_fill_, "masked_select": masked_select,

@@ -11,6 +11,7 @@ from ember._backend import add_at, ufunc_method
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.compiler.traced import check
+from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import cast, scalar
 from ember.ops.indexing import IndexGrad, _parse
 from ember.ops.indexing_setitem import IndexPut, _value, write_at
@@ -531,6 +532,9 @@ def _inplace(fn):
     method.__name__ = fn.__name__ + "_"
     return method
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Gather, ScatterAdd, IndexSelect, IndexAdd)
 
 METHODS = {
     "scatter_": _inplace(scatter), "scatter_add_": _inplace(scatter_add),

@@ -165,7 +165,7 @@ def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv: tuple, v: Te
 
 def setitem(x: Tensor, key, value) -> None:
     """``x[key] = value`` (a tensor or a number), recorded for autograd when needed."""
-    if not isinstance(value, Tensor | int | float | bool | np.generic):
+    if not isinstance(value, Tensor | int | float | bool | complex | np.generic):
         from ember._dtype import TYPE_NAMES
 
         name = type(value).__name__ if type(value).__module__ == "builtins" else \

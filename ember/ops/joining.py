@@ -13,6 +13,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import cast
 
 
@@ -370,6 +371,9 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
         outs[0], outs[1] = outs[1], outs[0]
     return tuple(outs)
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Cat, Stack, SplitWithSizes, Unbind)
 
 METHODS = {
     "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,

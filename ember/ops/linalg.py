@@ -11,11 +11,13 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops import _lowp
+from ember.ops._complex_grad import holomorphic
 from ember.ops.shape import Squeeze, UnsafeView
 
 _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
             "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-            "float16": "c10::Half", "bfloat16": "c10::BFloat16", "bool": "bool"}
+            "float16": "c10::Half", "bfloat16": "c10::BFloat16", "bool": "bool",
+            "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
 def _cap(t: Tensor) -> str:
@@ -202,7 +204,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 def vdot(a: Tensor, b: Tensor) -> Tensor:
     """Dot product conjugating the first argument (a plain dot for real tensors)."""
     _vec_args(a, b)
-    return Vdot.apply(a, b)
+    return Vdot.apply(a.conj(), b)
 
 
 def _mv_grads(g: Tensor, a: Tensor, v: Tensor, need_a: bool, need_v: bool) -> tuple:
@@ -436,6 +438,9 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     mb = b.permute(db + free_b).reshape(size(b, db), size(b, free_b))
     return mm(ma, mb).reshape(out_shape)
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Mm, Addmm, Dot, Mv, Addmv, Bmm, Baddbmm, Addbmm)
 
 METHODS = {
     "mm": mm, "matmul": matmul, "dot": dot, "vdot": vdot, "mv": mv, "bmm": bmm, "addmm": addmm,

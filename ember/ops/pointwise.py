@@ -15,15 +15,22 @@ from ember._backend import device_of, to_device
 from ember._tensor import Tensor
 from ember.autograd.function import Op, OpNode
 from ember.ops._common import elementwise_op, float_unary, keep_where, quiet
+from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import binary_args, check_broadcast, scalar
 
 
 class ToCopy(Op):
     node_name = "ToCopyBackward0"
 
+    complex_grad = "own"
+
     @staticmethod
     def forward(ctx, x, dtype=None, device=None):
         ctx.src_dtype, ctx.src_device = x.dtype, device_of(x)
+        if x.dtype.kind == "c" and dtype is not None and dtype._kind < 3:
+            from ember.ops.complex import discard_imag
+
+            x = discard_imag(x)
         if device is not None and device != ctx.src_device:
             y = to_device(x, device)  # already a copy
             return y if dtype is None or y.dtype == dtype.np else y.astype(dtype.np)
@@ -31,14 +38,17 @@ class ToCopy(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return to_copy(g, _dtype.from_numpy_dtype(ctx.src_dtype), ctx.src_device)
+        src = _dtype.from_numpy_dtype(ctx.src_dtype)
+        if src._kind < 3 and g._data.dtype.kind == "c":
+            g = g.real  # a real input's share of a complex gradient
+        return to_copy(g, src, ctx.src_device)
 
 
 def to_copy(x: Tensor, dtype: _dtype.dtype, device: _backend.device | None = None) -> Tensor:
     """A copy of ``x`` in ``dtype`` (and on ``device``); grad flows back only into float
     results."""
     out = ToCopy.apply(x, dtype=dtype, device=device)
-    if not dtype.is_floating_point:
+    if dtype._kind < 2:
         out._rg = False
         out._grad_fn = None
     return out
@@ -407,6 +417,8 @@ def relu(x: Tensor) -> Tensor:
     """``max(x, 0)``."""
     if x.dtype is _dtype.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
+    if x._data.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     return Relu.apply(x)
 
 
@@ -477,6 +489,10 @@ _NAMES = {
     "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clone": clone, "where": where,
     "positive": positive,
 }
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Clone, Add, Sub, Rsub, RsubScalar, Mul, Div, DivScalar, Neg, Exp, Log, Tanh,
+            Sigmoid, Where)
+
 METHODS = dict(_NAMES, where=_where_method, **{
     "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub, "__mul__": mul,
     "__rmul__": mul, "__truediv__": div, "__rtruediv__": rdiv, "__neg__": neg,

@@ -19,8 +19,14 @@ from ember.ops.pointwise_more import need_tensor, not_for, tensor_pair_fn
 SELF_OTHER = ("self", "other")  # what the gradient formulas below read, in this order
 
 
-def _float_pair(a: Tensor, b: Tensor):
-    return binary_args(a, b, float_result=True)
+def _float_pair(a: Tensor, b: Tensor, kernel: str | None = None):
+    """Promote to a float dtype; ``kernel`` names a kernel torch lacks for complex."""
+    a, b = binary_args(a, b, float_result=True)
+    if kernel and a._data.dtype.kind == "c":
+        from ember.ops.pointwise_more import not_for
+
+        raise not_for(kernel, a.dtype)
+    return a, b
 
 
 # Two-input ops: the NumPy forward, then d/d(self) and d/d(other) of the gradient g.
@@ -40,7 +46,7 @@ Logaddexp2 = elementwise_op("Logaddexp2", np.logaddexp2,
 def atan2(a: Tensor, other: Tensor) -> Tensor:
     """Angle of the point (other, a), in (-pi, pi]."""
     need_tensor("atan2", other)
-    return Atan2.apply(*_float_pair(a, other))
+    return Atan2.apply(*_float_pair(a, other, "atan2_cpu"))
 
 
 hypot = tensor_pair_fn(Hypot, "hypot", float_only=True,

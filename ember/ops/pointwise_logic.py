@@ -18,9 +18,12 @@ _OPERAND = (Tensor, int, float, bool, np.number, np.bool_, np.ndarray)
 
 
 def _compare(ufunc, name: str):
+    ordered = name not in ("eq", "ne")  # complex numbers have no order
     def op(a, b) -> Tensor:
         a, b = _lhs_tensor(a, b)
         a, b = binary_args(a, b)
+        if ordered and a._data.dtype.kind == "c":
+            raise not_for(f"{name}_cpu", a.dtype)
         return Tensor._make(ufunc(a._data, b._data))
 
     def dunder(a, b):

@@ -13,6 +13,7 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._common import elementwise_op, float_unary, quiet
+from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import float_arg, scalar
 
 LN2, LN10 = math.log(2.0), math.log(10.0)
@@ -135,5 +136,9 @@ _NAMES = {
     "atanh": atanh, "arctanh": atanh, "deg2rad": deg2rad, "rad2deg": rad2deg, "sinc": sinc,
     "logit": logit,
 }
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Exp2, Expm1, Log2, Log10, Log1p, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tan,
+            Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh)
+
 METHODS = dict(_NAMES)
 FUNCTIONS = dict(_NAMES)

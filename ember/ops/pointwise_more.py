@@ -16,7 +16,7 @@ from ember.ops.pointwise import NotDifferentiable, _lhs_tensor, where
 # torch's C++ scalar-type names, used in its "not implemented for 'Long'" errors.
 _CNAME = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
           "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-          "float64": "Double"}
+          "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def not_for(kernel: str, dt: _dtype.dtype) -> NotImplementedError:
@@ -46,7 +46,7 @@ _remainder, _fmod = quiet(np.remainder), quiet(np.fmod)
 def _tensor_pair(a, b, kernel: str):
     a, b = _lhs_tensor(a, b)
     a, b = binary_args(a, b)
-    if a.dtype is _dtype.bool_:
+    if a.dtype is _dtype.bool_ or a._data.dtype.kind == "c":
         raise not_for(kernel, a.dtype)
     _check_int_zero(b)
     return a, b
@@ -193,6 +193,8 @@ def _rounder(op, kernel):
     def fn(x: Tensor) -> Tensor:
         if x.dtype is _dtype.bool_:
             raise not_for(kernel, x.dtype)
+        if x._data.dtype.kind == "c":
+            raise NotImplementedError(f"{fn.__name__} is not supported for complex inputs")
         if not x.dtype.is_floating_point:
             return Tensor._make(x._data.copy())
         return op.apply(x)
@@ -218,6 +220,9 @@ def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 by sign (0 for NaN, as torch)."""
     if x.dtype is _dtype.bool_:
         return Tensor._make(x._data.copy())
+    if x._data.dtype.kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex "
+                                  "numbers. Please use torch.sgn instead.")
     return Sign.apply(x)
 
 
@@ -225,6 +230,10 @@ def sgn(x: Tensor) -> Tensor:
     """The sign; for real tensors the same as ``sign``."""
     if x.dtype is _dtype.bool_:
         return Tensor._make(x._data.copy())
+    if x._data.dtype.kind == "c":
+        from ember.ops.complex import Sgn as ComplexSgn
+
+        return ComplexSgn.apply(x)
     return Sgn.apply(x)
 
 
@@ -348,6 +357,8 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     """Limit values to ``[min, max]``; bounds are numbers or tensors, one may be None."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if x._data.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if not all(v is None or isinstance(v, Tensor) for v in (min, max)):
             raise TypeError("clamp() received an invalid combination of arguments - got (min="
@@ -398,6 +409,8 @@ def tensor_pair_fn(op, name: str, float_only: bool = False, doc: str | None = No
         a, b = binary_args(a, other)
         if float_only and not a.dtype.is_floating_point:
             raise not_for(f"{name}_cpu", a.dtype)
+        if a._data.dtype.kind == "c":
+            raise RuntimeError(f"{name} not implemented for complex tensors.")
         return op.apply(a, b)
     return public(fn, name, op.__module__, doc)
 

@@ -8,6 +8,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import binary_args, cast, check_int, scalar
 from ember.ops.pointwise import where
 
@@ -24,7 +25,7 @@ def _int_pow(a, b):
 
 def _power(a, b):
     """``a ** b`` of two arrays of one dtype: torch's integer rule, or a silent float power."""
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         return _int_pow(a, b)
     with np.errstate(all="ignore"):
         return np.power(a, b)
@@ -49,7 +50,7 @@ class Pow(Op):
         zero = g.new_zeros(())
         with np.errstate(all="ignore"):  # 0 * inf in the branch that where() discards
             ga = where(b == 0, zero, g * b * a ** (b - 1)) if need[0] else None
-            gb = g * where((a == 0) & (b >= 0), zero, out * a.log()) if need[1] else None
+            gb = g * where((a == 0) & (b.real >= 0), zero, out * a.log()) if need[1] else None
         return ga, gb
 
 
@@ -62,7 +63,7 @@ class PowScalar(Op):
         ctx.exponent = exponent
         if exponent == 2:
             return a * a
-        if a.dtype.kind != "f":
+        if a.dtype.kind not in "fc":
             return np.power(a, exponent).astype(a.dtype, copy=False)
         with np.errstate(all="ignore"):
             return np.power(a, scalar(exponent, a.dtype))
@@ -107,9 +108,9 @@ def pow(a, b) -> Tensor:
         dt = _dtype.result_type((a,), (b,))
         if dt is _dtype.bool_:  # bool ** True is the tensor, bool ** False is all True
             return Tensor._make(a._data.copy() if b else np.ones_like(a._data))
-        if not dt.is_floating_point and b < 0:
+        if dt._kind < 2 and b < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        if not dt.is_floating_point and b > 0x7FFFFFFFFFFFFFFF:
+        if dt._kind < 2 and b > 0x7FFFFFFFFFFFFFFF:
             raise RuntimeError("value cannot be converted to type int64_t without overflow")
         return PowScalar.apply(cast(a, dt), exponent=b)
     a, b = binary_args(a, b)
@@ -141,6 +142,9 @@ def square(x: Tensor) -> Tensor:
     """``x ** 2`` (recorded as PowBackward0, as in torch)."""
     return pow(x, 2)
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Pow, PowScalar, RPowScalar)
 
 METHODS = {"pow": pow, "float_power": float_power, "square": square, "__pow__": pow,
            "__rpow__": rpow}

@@ -18,6 +18,7 @@ from ember._backend import add_at, on_device_of, xp_of
 from ember.autograd.function import Op
 from ember.compiler.traced import capturing
 from ember.ops._common import UINT_OF_SIZE, keep_where, variant
+from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import scalar
 
 
@@ -439,3 +440,7 @@ class ConstantPadNd(Op):
     @staticmethod
     def backward(ctx, g):
         return ConstantPadNd.apply(g, pads=tuple((-lo, -hi) for lo, hi in ctx.pads))
+
+
+# Complex gradients are this formula conjugated (ember/ops/_complex_grad.py).
+holomorphic(ConstantPadNd)

@@ -18,6 +18,7 @@ from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.compiler.traced import capturing
+from ember.ops._complex_grad import holomorphic
 from ember.ops.pointwise import DivScalar, where
 
 
@@ -132,7 +133,7 @@ class MeanDim(Mean):
 
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     dt = _dtype.to_dtype(dtype) if dtype is not None else x.dtype
-    if not dt.is_floating_point:
+    if dt._kind < 2:
         from ember.ops.pointwise_more import _CNAME
 
         which = "Optional" if dtype is not None else "Input"
@@ -343,12 +344,18 @@ def _var_args(name: str, x: Tensor, dim, unbiased, keepdim, correction):
 
 
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
-    """Variance over ``dim`` with Bessel's ``correction`` (default 1)."""
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1); complex: the sum of
+    the parts' variances (a real result)."""
+    if x._data.dtype.kind == "c":
+        return var(x.real, dim, unbiased, keepdim, correction=correction) + \
+            var(x.imag, dim, unbiased, keepdim, correction=correction)
     return Var.apply(x, **_var_args("var", x, dim, unbiased, keepdim, correction))
 
 
 def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."""
+    if x._data.dtype.kind == "c":
+        return var(x, dim, unbiased, keepdim, correction=correction).sqrt()
     return Std.apply(x, **_var_args("std", x, dim, unbiased, keepdim, correction))
 
 
@@ -411,6 +418,9 @@ def count_nonzero(x: Tensor, dim=None) -> Tensor:
     count = np.count_nonzero(x._data, axis=dims)  # a Python int when dims is None
     return Tensor._make(xp_of(x._data).asarray(count, dtype=np.int64))
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Sum, Mean)
 
 METHODS = numpy_aliases({
     "sum": sum, "mean": mean, "nansum": nansum, "nanmean": nanmean, "prod": prod, "var": var,

@@ -9,6 +9,7 @@ from ember._backend import accumulate
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops._complex_grad import holomorphic
 from ember.ops.pointwise import where
 from ember.ops.reduction import numpy_aliases
 from ember.ops.sorting import put_along, scalar_selection
@@ -231,6 +232,9 @@ def _cum_extreme(name: str, op, rtype):
 
 cummax = _cum_extreme("cummax", Cummax, return_types.cummax)
 cummin = _cum_extreme("cummin", Cummin, return_types.cummin)
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Cumsum)
+
 
 METHODS = numpy_aliases({"cumsum": cumsum, "cumprod": cumprod, "cummax": cummax,
                          "cummin": cummin, "logcumsumexp": logcumsumexp})

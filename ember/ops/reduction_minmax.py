@@ -99,6 +99,10 @@ def _check_dim_size(name: str, x: Tensor, d: int) -> None:
 
 def _select(name, whole, by_dim, result_type):
     def fn(x: Tensor, dim=None, keepdim: bool = False):
+        if x._data.dtype.kind == "c":
+            from ember.ops.pointwise_more import not_for
+
+            raise not_for(f"{name}_all" if dim is None else f"{name}_cpu", x.dtype)
         if isinstance(dim, Tensor):
             from ember.ops import pointwise_more
 
@@ -170,6 +174,8 @@ amin = _a_reduce("amin", Amin)
 
 def _arg_reduce(name: str, np_fn):
     def fn(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        if x._data.dtype.kind == "c":
+            raise RuntimeError(f"{name}(): does not support complex input")
         if x._data.dtype == np.bool_:
             raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:

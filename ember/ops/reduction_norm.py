@@ -80,6 +80,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     if not isinstance(ord, int | float) or isinstance(ord, bool):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, "
                         f"not {type(ord).__name__}")
+    if x._data.dtype.kind == "c":  # the norm of the magnitudes, a real tensor
+        return vector_norm(x.abs(), ord, dim, keepdim, dtype=dtype)
     if not x.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_dtype.TYPE_NAMES[x.dtype][6:-6]}")

@@ -13,6 +13,7 @@ import numpy as np
 from ember._backend import xp_of
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops._complex_grad import holomorphic
 
 
 def _shape_arg(shape) -> tuple:
@@ -302,11 +303,11 @@ def _mT(x: Tensor) -> Tensor:
 
 
 def _H(x: Tensor) -> Tensor:
-    return _matrix_transpose(x, "H", "Consider using x.conj().", False)
+    return _matrix_transpose(x, "H", "Consider using x.conj().", False).conj()
 
 
 def _mH(x: Tensor) -> Tensor:
-    return _matrix_transpose(x, "mH", "Consider using x.conj().", True)
+    return _matrix_transpose(x, "mH", "Consider using x.conj().", True).conj()
 
 
 # --- squeeze / unsqueeze --------------------------------------------------------------------
@@ -469,6 +470,9 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
     out._data = xp_of(out._data).ascontiguousarray(out._data)
     return out
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(View, Alias, Permute, Transpose, T, Unsqueeze, Squeeze, Expand)
 
 METHODS = {
     "view": view, "reshape": reshape, "view_as": view_as, "reshape_as": reshape_as,

@@ -6,6 +6,7 @@ import numpy as np
 
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops._complex_grad import holomorphic
 from ember.ops.shape_strided import DiagonalGrad, _diag_view
 
 
@@ -358,6 +359,9 @@ def cartesian_prod(*tensors) -> Tensor:
         return tensors[0]
     return stack([g.flatten() for g in meshgrid(*tensors, indexing="ij")], 1)
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Repeat, Flip, Roll, Tril, Trace)
 
 METHODS = {
     "repeat": repeat, "tile": tile, "repeat_interleave": repeat_interleave, "flip": flip,

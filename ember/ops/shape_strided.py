@@ -8,6 +8,7 @@ from ember._backend import as_strided as as_array_strided
 from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops._complex_grad import holomorphic
 
 
 def _diag_view(x: np.ndarray, offset: int, d1: int, d2: int) -> np.ndarray:
@@ -195,6 +196,9 @@ def as_strided(x: Tensor, size, stride, storage_offset: int | None = None) -> Te
                                   "inside its own elements")
     return AsStrided.apply(x, region=(rel, size, stride))
 
+
+# Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
+holomorphic(Diagonal, DiagonalGrad, Unfold, UnfoldGrad)
 
 METHODS = {"diagonal": diagonal, "unfold": unfold, "as_strided": as_strided}
 FUNCTIONS = {"diagonal": diagonal, "as_strided": as_strided}

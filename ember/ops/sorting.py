@@ -150,6 +150,8 @@ def _dim_of(x: Tensor, dim: int) -> int:
 
 def sort(x: Tensor, dim: int = -1, descending: bool = False, stable=_UNSET):
     """Sorted values and their indices along ``dim`` (a ``sort`` named tuple); always stable."""
+    if x._data.dtype.kind == "c":
+        raise RuntimeError(" Sort does not support complex dtypes on CPU")
     op = Sort if stable is _UNSET else SortStable
     v, i = op.apply(x, dim=_dim_of(x, dim), descending=descending)
     return return_types.sort(v, i)
