@@ -12,7 +12,7 @@ venv: $(BIN)/python
 	$(BIN)/pip install -q -e ".[test]"
 
 lint: venv
-	$(BIN)/ruff check ember tests bench examples
+	$(BIN)/ruff check ember tests bench examples tools
 
 # data first, so that the quickstart smoke test (skipped without Fashion-MNIST) runs too.
 # Then the suite once more on another OpenBLAS kernel than the CPU's own: other machines pick
