@@ -93,3 +93,12 @@ from ember.autograd.anomaly_mode import (  # noqa: E402 - torch exposes these at
     is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
 )
+
+from ember._layout import (  # noqa: E402
+    channels_last, channels_last_3d, contiguous_format, layout, legacy_contiguous_format,
+    memory_format, preserve_format, strided,
+)
+
+from math import e, inf, nan, pi  # noqa: E402 - torch.pi, torch.inf, ... as in torch
+
+newaxis = None  # x[:, torch.newaxis]
