@@ -36,3 +36,8 @@ __all__ = [
     "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
     "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
 ]
+
+# Added by the API coverage work: the modified Bessel functions (ember/ops/bessel.py).
+from ember.ops.bessel import i0, i0e, i1, i1e, modified_bessel_i0, modified_bessel_i1  # noqa: E402
+
+__all__ += ["i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1"]
