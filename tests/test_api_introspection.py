@@ -183,3 +183,47 @@ def test_set_anomaly_enabled():
         assert lib.is_anomaly_enabled() and not lib.is_anomaly_check_nan_enabled()
         lib.set_anomaly_enabled(False)
         assert not lib.is_anomaly_enabled()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.tensor([1.0, 2, 3]).apply_(lambda v: v * 2),
+    lambda m: m.tensor([1, 2]).apply_(lambda v: v * 1.7),
+    lambda m: m.tensor([[1.0, 2], [3, 4]]).t().apply_(lambda v: v + 1),
+    lambda m: m.tensor([1.0, 2, 3]).map_(m.tensor([1.0]), lambda a, b: a * 10 + b),
+    lambda m: m.tensor([1.0, 2, 3]).map2_(m.ones(3), m.tensor([5.0]), lambda a, b, c: a + b + c),
+    lambda m: (lambda x: (x.apply_(abs), x._version))(m.tensor([-1.0])),
+    lambda m: m.ones(2, requires_grad=True).apply_(lambda v: v),
+    lambda m: (m.ones(2, requires_grad=True) * 2).map_(m.ones(2), lambda a, b: a),
+    lambda m: m.ones(2).apply_(lambda v: "a"),
+    lambda m: m.ones(2).map_(m.ones(3), lambda a, b: a),
+    lambda m: m.ones(2).apply_(3),
+])
+def test_python_callables(fn):
+    same(fn)
+
+
+def test_warn_always_flag():
+    for lib in (ember, torch):
+        assert lib.is_warn_always_enabled() is False
+    import importlib
+
+    mod = importlib.import_module("ember.ops.inplace_more")
+    mod._WARNED.clear()
+    try:
+        ember.set_warn_always(True)
+        assert ember.is_warn_always_enabled()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                ember.zeros(2).index_reduce(0, ember.tensor([0]), ember.ones(1), "prod")
+        assert len(w) == 2
+    finally:
+        ember.set_warn_always(False)
+
+
+def test_error_classes():
+    for name in ("OutOfMemoryError", "AcceleratorError"):
+        e, t = getattr(ember, name), getattr(torch, name)
+        assert e.__name__ == t.__name__ and issubclass(e, RuntimeError)
+        assert e.__doc__ == t.__doc__
+    assert ember.cuda.OutOfMemoryError is ember.OutOfMemoryError

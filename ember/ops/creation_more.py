@@ -111,10 +111,10 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
     a = np.frombuffer(view, dtype=dt.np, count=count, offset=offset)
     if view.readonly:
         # torch writes into a read-only buffer anyway; ember copies, and says so once.
-        if not _WARNED_READ_ONLY:
-            _WARNED_READ_ONLY.append(True)
-            warnings.warn("The given buffer is not writable: ember copies it (torch would share "
-                          "it and let its contents be changed).", UserWarning, stacklevel=2)
+        from ember.ops.introspection import warn_once
+
+        warn_once(_WARNED_READ_ONLY, "The given buffer is not writable: ember copies it (torch "
+                  "would share it and let its contents be changed).")
         a = a.copy()
     return _finish(a, None, requires_grad)
 

@@ -8,8 +8,6 @@ grad, as torch does.
 
 from __future__ import annotations
 
-import warnings
-
 from ember import _dtype
 from ember._tensor import Tensor, _wrap_dim
 from ember.ops.inplace import apply_inplace
@@ -65,12 +63,10 @@ def index_reduce(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: 
     """Reduce the slices of ``source`` into the slices of ``self`` that ``index`` names along
     ``dim`` (prod, mean, amax or amin): ``scatter_reduce`` with ``index`` spread along ``dim``,
     recorded as torch's IndexReduceBackward0."""
+    from ember.ops.introspection import warn_once
     from ember.ops.view_copies import rename_node
 
-    if not _WARNED:
-        _WARNED.append(True)
-        warnings.warn("index_reduce() is in beta and the API may change at any time.",
-                      UserWarning, stacklevel=2)
+    warn_once(_WARNED, "index_reduce() is in beta and the API may change at any time.")
     if reduce not in _REDUCES:
         raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")

@@ -75,6 +75,39 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     graph.ANOMALY[:] = [bool(enabled), bool(check_nan)]
 
 
+# --- warnings and errors -----------------------------------------------------------------
+
+_WARN_ALWAYS = [False]
+
+
+def set_warn_always(b: bool) -> None:
+    """Make ember's warn-once warnings warn every time (torch's TORCH_WARN_ONCE switch)."""
+    _WARN_ALWAYS[0] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    return _WARN_ALWAYS[0]
+
+
+def warn_once(seen: list, message: str, stacklevel: int = 3) -> None:
+    """Warn the first time (every time under ``set_warn_always(True)``); ``seen`` records it."""
+    if not seen or _WARN_ALWAYS[0]:
+        seen.append(True)
+        warnings.warn(message, UserWarning, stacklevel=stacklevel)
+
+
+class OutOfMemoryError(RuntimeError):
+    """Exception raised when device is out of memory"""
+
+
+class AcceleratorError(RuntimeError):
+    """Exception raised while executing on device"""
+
+
+for _cls in (OutOfMemoryError, AcceleratorError):
+    _cls.__module__ = "ember"
+
+
 # --- layout ------------------------------------------------------------------------------
 
 
@@ -228,5 +261,7 @@ FUNCTIONS = {
     "set_default_tensor_type": set_default_tensor_type, "set_anomaly_enabled": set_anomaly_enabled,
     "empty_strided": empty_strided, "detach": detach, "detach_": detach_,
     "get_device": get_device, "is_inference": is_inference, "is_signed": is_signed,
-    "is_distributed": is_distributed,
+    "is_distributed": is_distributed, "set_warn_always": set_warn_always,
+    "is_warn_always_enabled": is_warn_always_enabled, "OutOfMemoryError": OutOfMemoryError,
+    "AcceleratorError": AcceleratorError,
 }
