@@ -140,18 +140,26 @@ def public_names(ns: str) -> list[str]:
 
 def ember_namespace(ns: str):
     """ember's counterpart of torch's ``ns`` (``ember.nn.functional`` ...), or None."""
+    import ember
+
     name = "ember" + ns[len("torch"):]
     if ns == "torch.Tensor":
-        import ember
         return ember.Tensor
     try:
-        return importlib.import_module(name)
+        mod = importlib.import_module(name)
     except ImportError:
         parent, _, attr = name.rpartition(".")
         try:
-            return getattr(importlib.import_module(parent), attr, None)
+            mod = getattr(importlib.import_module(parent), attr, None)
         except ImportError:
             return None
+    # An editable install's finder can serve a submodule from another checkout: only the
+    # package that ``import ember`` found counts.
+    home = Path(ember.__file__).parent
+    file = getattr(mod, "__file__", None)
+    if file is not None and home not in Path(file).resolve().parents:
+        return None
+    return mod
 
 
 def ember_has(obj, name: str) -> bool:

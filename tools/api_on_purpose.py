@@ -26,7 +26,8 @@ REASONS = {
     "storage": "storage objects (typed, untyped, legacy): an ember tensor owns a NumPy array; "
                "there is no separate storage to share or resize",
     "dtypes": "dtypes NumPy has no arithmetic for (float8, float4, sub-byte ints, bits) and "
-              "uint16/32/64, which torch itself supports only in a few ops",
+              "uint16/32/64, which torch itself supports only in a few ops (and the functions "
+              "whose results have them: hash_tensor, scaled_mm)",
     "devices": "devices other than the CPU and CUDA (XPU, MPS, IPU, XLA, MTIA, MAIA, Vulkan)",
     "streams": "CUDA streams, events, graphs' memory pools and allocator hooks: ember runs every "
                "op to completion, in order",
@@ -81,11 +82,12 @@ ON_PURPOSE: dict[str, dict[str, str]] = {
             "native_*", "batch_norm_*", "lstm", "gru", "rnn_relu", "rnn_tanh", "lstm_cell",
             "gru_cell", "rnn_relu_cell", "rnn_tanh_cell", "grid_sampler_2d", "grid_sampler_3d",
             "affine_grid_generator", "embedding_renorm_", "norm_except_dim", "segment_reduce",
-            "slice_inverse", "PRIVATE_OPS",
+            "slice_inverse", "PRIVATE_OPS", "embedding_bag",
         ], "aten internals"),
         **dict.fromkeys(["Sym*", "sym_*"], "symbolic shapes"),
         **dict.fromkeys(["*Storage", "StorageBase", "TypedStorage", "UntypedStorage",
-                         "is_storage"], "storage"),
+                         "is_storage", "as_strided_", "resize_as_"], "storage"),
+        "hash_tensor": "dtypes",
         **dict.fromkeys(["float8_*", "float4_*", "int1", "int2", "int3", "int4", "int5", "int6",
                          "int7", "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7",
                          "uint16", "uint32", "uint64", "bit", "bits*"], "dtypes"),
@@ -128,6 +130,7 @@ ON_PURPOSE: dict[str, dict[str, str]] = {
                         "removed"),
         "index": "first-class dims",
         "slice_inverse": "aten internals",
+        "hash_tensor": "dtypes",
     },
     "torch.nn": {
         "factory_kwargs": _INTERNAL,
@@ -162,9 +165,13 @@ ON_PURPOSE: dict[str, dict[str, str]] = {
     "torch.backends.cuda": {
         **dict.fromkeys(["cuFFT*", "cufft_plan_cache", "cuBLASModule", "*_workspace_size",
                          "preferred_blas_library", "preferred_linalg_library",
-                         "preferred_rocm_fa_library", "is_ck_sdpa_available"],
-                        "kernel libraries"),
+                         "preferred_rocm_fa_library", "is_ck_sdpa_available", "SDPAParams",
+                         "can_use_*"], "kernel libraries"),
     },
+    "torch.nn.attention": {"*flash_attention_impl*": "kernel libraries"},
+    "torch.cpu": {**dict.fromkeys(["Stream", "StreamContext", "Event", "stream",
+                                   "current_stream"], "streams"),
+                  "get_capabilities": "kernel libraries"},
     "torch.backends.cudnn": {"*": "kernel libraries"},
     "torch.backends.mps": {"*": "devices"},
     "torch.mps": {"*": "devices"},
