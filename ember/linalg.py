@@ -365,3 +365,5 @@ from ember._linalg_more import (  # noqa: E402
 
 __all__ += ["cholesky_ex", "cond", "diagonal", "inv_ex", "matrix_exp", "solve_ex", "tensorinv",
             "tensorsolve", "vander"]
+add_out(globals(), {n: LINALG_RULES[n] for n in ("cholesky_ex", "cond", "inv_ex", "solve_ex",
+                                                   "tensorinv", "tensorsolve")}, "linalg_")

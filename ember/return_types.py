@@ -71,3 +71,6 @@ triangular_solve = _make("triangular_solve", ("solution", "cloned_coefficient"))
 linalg_inv_ex = _make("linalg_inv_ex", ("inverse", "info"))
 linalg_solve_ex = _make("linalg_solve_ex", ("result", "info"))
 linalg_cholesky_ex = _make("linalg_cholesky_ex", ("L", "info"))
+for _name in ("frexp", "histogram", "histogramdd", "triangular_solve", "linalg_inv_ex",
+              "linalg_solve_ex", "linalg_cholesky_ex"):
+    globals()[_name + "_out"] = _make(_name + "_out", globals()[_name]._fields)

@@ -44,3 +44,6 @@ from ember.ops.igamma import igammac as gammaincc  # noqa: E402
 
 __all__ += ["i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1", "gammainc",
             "gammaincc"]
+add_out(globals(), {n: SPECIAL_RULES[n] for n in ("i0", "i0e", "i1", "i1e", "modified_bessel_i0",
+                                                    "modified_bessel_i1", "gammainc",
+                                                    "gammaincc")}, "special_")

@@ -161,3 +161,13 @@ def test_gradient(fn):
 ])
 def test_gradient_rules(fn):
     same(fn)
+
+
+def test_histogram_results_require_grad_like_torch():
+    same(lambda m: (lambda h: (h.hist.requires_grad, h.bin_edges.requires_grad,
+                               type(h.hist.grad_fn).__name__))(
+        m.histogram(m.tensor([0.5, 1.0, 2.0], requires_grad=True), 2)))
+    same(lambda m: m.histogram(m.tensor([0.5, 1.0], requires_grad=True), 2).hist.sum()
+         .backward())
+    same(lambda m: m.histogramdd(m.ones(3, 2, requires_grad=True), [2, 2]).bin_edges[1]
+         .requires_grad)

@@ -190,3 +190,21 @@ def test_inplace_view_under_no_grad_on_leaf():
 def test_inplace_view_gradients_flow():
     fd_check(lambda x: (x * x).t_().unsqueeze_(0) * ember.arange(3.0, dtype=ember.float64),
              arr(3, 4, dtype="float64"))
+
+
+def test_copies_with_out():
+    """split_copy writes into outs of the right shape only (no resizing); it and the other
+    list-returning copies return nothing, as torch."""
+    results = []
+    for lib in (ember, oracle.torch):
+        x = lib.tensor(X)
+        outs = [lib.empty(2, 4), lib.empty(1, 4)]
+        ret = lib.split_copy(x, 2, out=outs)
+        pieces = [lib.empty(0) for _ in range(3)]
+        ret2 = lib.unbind_copy(x, out=pieces)
+        assert ret is None and ret2 is None
+        results.append([o.numpy() for o in outs + pieces])
+        with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+            lib.split_copy(x, 2, out=[lib.empty(0), lib.empty(0)])
+    for e, t in zip(*results):
+        np.testing.assert_array_equal(e, t)

@@ -160,6 +160,18 @@ def _check_float(input: Tensor) -> None:
         raise not_for("histogramdd", input.dtype)
 
 
+def _tracked(arrays: tuple, inputs: list) -> tuple:
+    """The results as tensors; like torch's, they require grad (through a node that refuses
+    backward) when an input does."""
+    from ember.autograd.grad_mode import STATE
+    from ember.ops.pointwise import NotDifferentiable
+
+    tracked = [t for t in inputs if t is not None and t._rg]
+    if not (STATE.enabled and tracked):
+        return tuple(Tensor._make(a) for a in arrays)
+    return NotDifferentiable.apply(*tracked, fn=lambda *_: arrays, name="histogramdd")
+
+
 def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = None,
               density: bool = False):
     """Counts of ``input`` in ``bins`` equal bins (or between the given edges), with the edges:
@@ -169,7 +181,7 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
     _check_float(input)
     hist, edges = _histogramdd(input._data.reshape(-1, 1), [bins], range, weight, density,
                                input.dtype)
-    return result(Tensor._make(hist), Tensor._make(edges[0]))
+    return result(*_tracked((hist, edges[0]), [input, weight]))
 
 
 def histogramdd(input: Tensor, bins=10, range=None, weight: Tensor | None = None,
@@ -186,7 +198,8 @@ def histogramdd(input: Tensor, bins=10, range=None, weight: Tensor | None = None
                            f"of the {dims} dimensions of the input, but got {len(per_dim)}")
     hist, edges = _histogramdd(input._data.reshape(-1, dims), per_dim, range, weight, density,
                                input.dtype)
-    return result(Tensor._make(hist), tuple(Tensor._make(e) for e in edges))
+    hist, *edges = _tracked((hist, *edges), [input, weight])
+    return result(hist, tuple(edges))
 
 
 FUNCTIONS = {"cov": cov, "corrcoef": corrcoef, "histogram": histogram,
