@@ -227,3 +227,17 @@ def test_error_classes():
         assert e.__name__ == t.__name__ and issubclass(e, RuntimeError)
         assert e.__doc__ == t.__doc__
     assert ember.cuda.OutOfMemoryError is ember.OutOfMemoryError
+
+
+def test_increment_version():
+    for lib in (ember, torch):
+        a, b = lib.zeros(2), lib.zeros(3)
+        lib.autograd.graph.increment_version(a)
+        lib.autograd.graph.increment_version([a, b])
+        assert (a._version, b._version) == (2, 1)
+        x = lib.ones(2, requires_grad=True)
+        y = x * 1
+        z = y.exp()
+        lib.autograd.graph.increment_version(z)  # exp saved its result
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.sum().backward()

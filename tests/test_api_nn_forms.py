@@ -241,3 +241,14 @@ def test_convolution_error():
 
 def test_embedding_wrong_argument():
     same(lambda m: m.embedding(m.tensor([0, 1]), [[1.0]]))
+
+
+@pytest.mark.parametrize("modes", [(0, 0), (1, 1), (2, 2), (0, 2)])
+def test_grid_sampler(modes):
+    check(lambda m, x, g: m.grid_sampler(x, g, modes[0], modes[1], True), arr(2, 3, 4, 5),
+          arr(2, 3, 3, 2, low=-1.2, high=1.2), atol=1e-4, rtol=1e-4)
+
+
+def test_affine_grid_generator():
+    e, t = check(lambda m, th: m.affine_grid_generator(th, [2, 3, 4, 5], False), arr(2, 2, 3))
+    assert _node(e) == _node(t) == "AffineGridGeneratorBackward0"

@@ -81,7 +81,7 @@ ON_PURPOSE: dict[str, dict[str, str]] = {
         **dict.fromkeys([
             "native_*", "batch_norm_*", "lstm", "gru", "rnn_relu", "rnn_tanh", "lstm_cell",
             "gru_cell", "rnn_relu_cell", "rnn_tanh_cell", "grid_sampler_2d", "grid_sampler_3d",
-            "affine_grid_generator", "embedding_renorm_", "norm_except_dim", "segment_reduce",
+            "embedding_renorm_", "norm_except_dim", "segment_reduce",
             "slice_inverse", "PRIVATE_OPS", "embedding_bag",
         ], "aten internals"),
         **dict.fromkeys(["Sym*", "sym_*"], "symbolic shapes"),
@@ -228,6 +228,7 @@ OWNED: dict[str, dict[str, int]] = {
     "torch.utils.dlpack": {"*": 17},
     "torch.autograd.forward_ad": {"*": 15},
     "torch.autograd.profiler": {"*": 17},
+    "torch.linalg": {**dict.fromkeys(["eig", "eigvals"], 17)},  # complex results
     "torch.fft": {"*": 17},
     "torch.distributions": {"*": 17},
     "torch.func": {"*": 15},

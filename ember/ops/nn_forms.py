@@ -297,6 +297,32 @@ def convolution(input: Tensor, weight: Tensor, bias, stride, padding, dilation,
     return getattr(F, f"conv{n}d")(input, weight, bias, stride, padding, dilation, groups)
 
 
+def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
+    """ATen's affine_grid, without nn.functional's checks and warnings."""
+    from ember.nn._functional.grid import AffineGridGenerator
+
+    size = tuple(size)
+    return AffineGridGenerator.apply(theta, spatial=size[2:], align_corners=align_corners,
+                                     dt=theta.dtype)
+
+
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                 align_corners: bool) -> Tensor:
+    """ATen's grid_sample, with the modes as numbers (GRID_SAMPLE_*_MODES)."""
+    from ember.nn._functional.grid import (
+        GRID_SAMPLE_INTERPOLATION_MODES,
+        GRID_SAMPLE_PADDING_MODES,
+        grid_sample,
+    )
+
+    mode = {v: k for k, v in GRID_SAMPLE_INTERPOLATION_MODES.items()}.get(interpolation_mode)
+    pad = {v: k for k, v in GRID_SAMPLE_PADDING_MODES.items()}.get(padding_mode)
+    if mode is None or pad is None:
+        raise RuntimeError(f"grid_sampler(): unknown interpolation mode {interpolation_mode} or "
+                           f"padding mode {padding_mode}")
+    return grid_sample(input, grid, mode, pad, bool(align_corners))
+
+
 METHODS = {"hardshrink": hardshrink, "prelu": prelu}
 FUNCTIONS = {name: fn for name, fn in list(globals().items())
              if callable(fn) and getattr(fn, "__module__", None) == __name__
