@@ -188,3 +188,42 @@ def test_shape_helpers(fn):
 ])
 def test_index_helpers(fn):
     same(fn)
+
+
+SIGNAL = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "hamming", "hann",
+          "kaiser", "nuttall"]
+
+
+@pytest.mark.parametrize("name", SIGNAL)
+@pytest.mark.parametrize("M", [0, 1, 2, 5, 6, 33])
+@pytest.mark.parametrize("sym", [True, False])
+def test_signal_windows(name, M, sym):
+    check(lambda m: getattr(m.signal.windows, name)(M, sym=sym), grad=False, atol=1e-6)
+    check(lambda m: getattr(m.signal.windows, name)(M, sym=sym, dtype=m.float64), grad=False,
+          atol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.signal.windows.exponential(6, center=1.0, tau=2.0, sym=False),
+    lambda m: m.signal.windows.gaussian(7, std=0.7),
+    lambda m: m.signal.windows.kaiser(6, beta=3.0, sym=False),
+    lambda m: m.signal.windows.general_cosine(8, a=[0.5, 0.3, 0.2]),
+    lambda m: m.signal.windows.general_hamming(8, alpha=0.6, sym=False),
+    lambda m: m.signal.windows.hann(5, requires_grad=True),
+])
+def test_signal_window_options(fn):
+    check(fn, grad=False, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.signal.windows.hann(-1),
+    lambda m: m.signal.windows.hann(3, dtype=m.float16),
+    lambda m: m.signal.windows.exponential(3, tau=0),
+    lambda m: m.signal.windows.exponential(3, center=1.0),
+    lambda m: m.signal.windows.gaussian(3, std=-1.0),
+    lambda m: m.signal.windows.kaiser(3, beta=-1.0),
+    lambda m: m.signal.windows.general_cosine(3, a=[]),
+    lambda m: m.signal.windows.general_cosine(3, a=3),
+])
+def test_signal_window_errors(fn):
+    same(fn)
