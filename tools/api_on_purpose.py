@@ -150,6 +150,10 @@ ON_PURPOSE: dict[str, dict[str, str]] = {
                          "runtime_validation_disabled"], "removed"),
     },
     "torch.autograd": {"variable": "removed", "NestedIOFunction": "removed"},
+    "torch.autograd.graph": {**dict.fromkeys(["set_override_stale_capture_stream",
+                                              "set_warn_on_accumulate_grad_stream_mismatch"],
+                                             "streams")},
+    "torch.linalg": {"common_notes": _INTERNAL},
     "torch.cuda": {
         **dict.fromkeys(["*Storage"], "storage"),
         **dict.fromkeys(["Stream", "ExternalStream", "StreamContext", "stream", "Event",
