@@ -376,3 +376,22 @@ from ember.ops._out import LINALG_RULES, add_out  # noqa: E402
 from ember.ops.linalg_extra import linalg_cross as cross  # noqa: E402
 
 add_out(globals(), LINALG_RULES, "linalg_")  # out= as in torch.linalg
+
+
+# Added by the API coverage work (ember/_linalg_more.py).
+from ember._linalg_more import (  # noqa: E402
+    cholesky_ex,
+    cond,
+    diagonal,
+    inv_ex,
+    matrix_exp,
+    solve_ex,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
+
+__all__ += ["cholesky_ex", "cond", "diagonal", "inv_ex", "matrix_exp", "solve_ex", "tensorinv",
+            "tensorsolve", "vander"]
+add_out(globals(), {n: LINALG_RULES[n] for n in ("cholesky_ex", "cond", "inv_ex", "solve_ex",
+                                                   "tensorinv", "tensorsolve")}, "linalg_")

@@ -6,3 +6,5 @@ from ember.nn.modules import __all__ as _modules_all
 from ember.nn.parameter import Buffer, Parameter
 
 __all__ = ["Buffer", "Parameter", "functional", "init", "parallel", "utils", *_modules_all]
+
+from ember.nn import attention  # noqa: E402, F401 - torch.nn.attention, loaded with torch.nn
