@@ -1,7 +1,8 @@
 """More elementwise functions: frexp, gcd, lcm, nextafter.
 
 frexp's mantissa has a gradient (``g / 2**exponent``); gcd and lcm are integer-only and have
-none; nextafter passes the gradient to ``input`` unchanged and gives ``other`` zeros, as torch.
+none; nextafter passes the gradient to ``input`` where ``input != other`` (0 where they are equal,
+the result then being ``other``) and gives ``other`` zeros, as torch.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._common import elementwise_op
 from ember.ops._promote import binary_args
+from ember.ops.pointwise import where
 from ember.ops.pointwise_more import need_tensor, not_for
 from ember.return_types import frexp as _frexp_result
 
@@ -64,7 +66,13 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
     return Tensor._make(np.where(g == 0, 0, out).astype(x.dtype, copy=False))
 
 
-Nextafter = elementwise_op("Nextafter", np.nextafter, lambda g: g, lambda g: g * 0)
+def _nextafter_grad(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    return where(x != y, g, g.new_zeros(()))
+
+
+# other's gradient is zeros of g's shape (the engine sums it to other's): no saved tensor read
+Nextafter = elementwise_op("Nextafter", np.nextafter, _nextafter_grad,
+                           lambda g, x, y: g.new_zeros(g.shape), saves=("self", "other"))
 
 
 def nextafter(input: Tensor, other: Tensor) -> Tensor:
