@@ -157,9 +157,32 @@ def test_cholesky_solve_and_inverse(upper):
     lambda m: m.cholesky_solve(m.ones(3, 1), m.ones(3, 2)),
     lambda m: m.cholesky_solve(m.ones(3, 1, dtype=m.float64), m.eye(3)),
     lambda m: m.cholesky_inverse(m.ones(3)),
+    lambda m: m.cholesky_solve(m.ones(3, 1, dtype=m.float16), m.eye(3, dtype=m.float16)),
+    lambda m: m.cholesky_solve(m.ones(3, 1, dtype=m.int64), m.eye(3, dtype=m.int64)),
+    lambda m: m.cholesky_inverse(m.eye(3, dtype=m.int32)),
 ])
 def test_cholesky_errors(fn):
     same(fn)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda m: m.cholesky_solve(m.ones(3, 1, dtype=m.float64), m.eye(3)),
+     "found b of type Double and A of type Float"),
+    (lambda m: m.cholesky_solve(m.ones(3, 1, dtype=m.float16), m.eye(3, dtype=m.float16)),
+     "not implemented for 'Half'"),
+    (lambda m: m.triangular_solve(m.ones(3), m.eye(3)), "Expected b to have at least 2"),
+    (lambda m: m.triangular_solve(m.ones(3, 2), m.ones(3)), "Expected A to have at least 2"),
+    (lambda m: m.triangular_solve(m.ones(3, 2, dtype=m.float64), m.eye(3)),
+     "found b of type Double and A of type Float"),
+    (lambda m: m.triangular_solve(m.ones(3, 2), m.ones(3, 4)), "batches of square matrices"),
+    (lambda m: m.triangular_solve(m.ones(4, 2), m.eye(3)), "each b matrix is 4 by 2"),
+    (lambda m: m.triangular_solve(m.ones(2, 3, 2), m.eye(3).expand(3, 3, 3)),
+     "must match the size of tensor b"),
+    (lambda m: m.triangular_solve(m.ones(3, 2, dtype=m.int64), m.eye(3, dtype=m.int64)),
+     "not implemented for 'Long'"),
+])
+def test_solve_errors(fn, match):
+    same(quiet(fn), match)
 
 
 @pytest.mark.parametrize("flags", [(True, False, False), (False, False, False),
@@ -170,6 +193,11 @@ def test_triangular_solve(flags):
     e, t = check(quiet(lambda m, b, a: m.triangular_solve(b, a, *flags)), b, a)
     assert _node(e) == _node(t) == "TriangularSolveBackward0"
     same(quiet(lambda m: type(m.triangular_solve(m.ones(2, 1), m.eye(2))).__name__))
+    # batches broadcast (the copy of A too); the copy's gradient flows to A, b's is zeros
+    check(quiet(lambda m, b, a: m.triangular_solve(b, a, *flags)), arr(2, 3, 2, dtype="float64"),
+          a)
+    check(quiet(lambda m, b, a: m.triangular_solve(b, a, *flags).cloned_coefficient), b, a)
+    gradgrad_check(quiet(lambda b, a: ember.triangular_solve(b, a, *flags).solution), b, a)
     with pytest.warns(UserWarning, match="triangular_solve is deprecated"):
         ember.triangular_solve(ember.ones(2, 1), ember.eye(2))
 
@@ -258,3 +286,35 @@ def test_tensorinv_tensorsolve():
           arr(2, 3, dtype="float64"))
     same(lambda m: m.linalg.tensorinv(m.ones(2, 3), ind=1))
     same(lambda m: m.linalg.tensorinv(m.ones(4, 4), ind=0))
+
+
+def _singular_lower():
+    a = np.tril(arr(2, 4, 4, dtype="float64")) + 3 * np.eye(4)
+    a[0, 1, 1] = 0.0  # batch 0 singular, batch 1 not
+    return a
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, b, a: m.linalg.solve_triangular(a, b, upper=False),
+    lambda m, b, a: m.linalg.solve_triangular(a.mT, b, upper=True),
+    lambda m, b, a: m.linalg.solve_triangular(a.mT, b.mT, upper=True, left=False),
+    lambda m, b, a: m.triangular_solve(b, a, False).solution,
+    lambda m, b, a: m.triangular_solve(b, a, False, True).solution,
+    lambda m, b, a: m.cholesky_solve(b, a),
+    lambda m, b, a: m.cholesky_solve(b, a.mT, True),
+])
+def test_singular_triangles_give_inf_and_nan(fn):
+    # LAPACK's general solve refuses (or pivots around) a zero on the diagonal; torch's
+    # triangular solves divide by it
+    check(quiet(fn), arr(4, 3, dtype="float64"), _singular_lower(), grad=False)
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_cholesky_inverse_singular_error(batch):
+    a = _singular_lower()[::-1].copy() if batch else _singular_lower()[0]
+    msgs = []
+    for lib in (ember, oracle.torch):
+        with pytest.raises(lib.linalg.LinAlgError) as info:
+            lib.cholesky_inverse(lib.tensor(a))
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

@@ -14,6 +14,8 @@ from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._promote import scalar
 from ember.ops.linalg import matmul
+from ember.ops.pointwise_more import _CNAME, not_for
+from ember.ops.shape import broadcast_shapes
 
 
 def _linalg():
@@ -154,9 +156,10 @@ def frobenius_norm(input: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 
 def _solve_with_factor(b: np.ndarray, low: np.ndarray) -> np.ndarray:
-    """``(L L^T)^-1 b`` for lower-triangular ``low``: two solves."""
-    y = np.linalg.solve(low, b)
-    return np.linalg.solve(np.swapaxes(low, -1, -2), y)
+    """``(L L^T)^-1 b`` for lower-triangular ``low``: two triangular solves (inf and NaN for
+    a zero on the diagonal, as torch's potrs)."""
+    solve = _linalg().solve_triangular_arrays
+    return solve(np.swapaxes(low, -1, -2), solve(low, b, False), True)
 
 
 def _lower(factor: np.ndarray, upper: bool) -> np.ndarray:
@@ -165,8 +168,11 @@ def _lower(factor: np.ndarray, upper: bool) -> np.ndarray:
 
 
 class CholeskySolve(Op):
+    """torch's node saves b as well (its formula's signature lists it), though the gradients
+    read only the factor and the solution."""
+
     node_name = "CholeskySolveBackward0"
-    saves = (1,)
+    saves = (0, 1)
     saves_output = True
     broadcasts = True
 
@@ -177,7 +183,7 @@ class CholeskySolve(Op):
 
     @staticmethod
     def backward(ctx, g):
-        factor, x = ctx.saved_tensors
+        _, factor, x = ctx.saved_tensors
         gb = cholesky_solve(g, factor, ctx.upper)
         if not ctx.needs_input_grad[1]:
             return gb, None
@@ -187,14 +193,30 @@ class CholeskySolve(Op):
         return gb, gf
 
 
-def _check_factor(name: str, a: Tensor, b: Tensor | None = None) -> None:
+def _same_dtype(prefix: str, b: Tensor, a: Tensor) -> None:
+    if b.dtype is not a.dtype:
+        raise RuntimeError(f"{prefix}Expected b and A to have the same dtype, but found b of "
+                           f"type {_CNAME[b.dtype.name]} and A of type {_CNAME[a.dtype.name]} "
+                           "instead.")
+
+
+def _square_factor(prefix: str, a: Tensor) -> None:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+        raise RuntimeError(f"{prefix}A must be batches of square matrices, but they are "
                            f"{a.shape[-2] if a.ndim > 1 else 1} by {a.shape[-1]} matrices")
-    if b is not None and b.dtype is not a.dtype:
-        raise RuntimeError(f"{name}: Expected b and A to have the same dtype, but found b of "
-                           f"type {b.dtype.name.capitalize()} and A of type "
-                           f"{a.dtype.name.capitalize()} instead.")
+
+
+def _float_kernel(kernel: str, a: Tensor) -> None:
+    """LAPACK's solves exist for float and double only, as torch's CPU kernels."""
+    if a.dtype not in (_dtype.float32, _dtype.float64):
+        raise not_for(kernel, a.dtype)
+
+
+def _check_factor(name: str, a: Tensor, b: Tensor | None = None) -> None:
+    _square_factor(f"{name}: ", a)
+    if b is not None:
+        _same_dtype(f"{name}: ", b, a)
+    _float_kernel(f"{name}_cpu", a)
 
 
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
@@ -214,6 +236,15 @@ class CholeskyInverse(Op):
     @staticmethod
     def forward(ctx, factor, upper=False):
         ctx.upper = upper
+        zero = np.diagonal(factor, axis1=-2, axis2=-1) == 0
+        if zero.any():
+            flat = zero.reshape(-1, zero.shape[-1])
+            batch = int(np.argmax(flat.any(-1)))
+            where = f"(Batch element {batch}): " if factor.ndim > 2 else ""
+            raise _linalg().LinAlgError(
+                f"cholesky_inverse: {where}The diagonal element {int(np.argmax(flat[batch])) + 1}"
+                " is zero, the inversion could not be completed because the input matrix is "
+                "singular.")
         eye = np.broadcast_to(np.eye(factor.shape[-1], dtype=factor.dtype), factor.shape)
         return _solve_with_factor(eye, _lower(factor, upper)).astype(factor.dtype, copy=False)
 
@@ -230,11 +261,63 @@ def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     return CholeskyInverse.apply(input, upper=upper)
 
 
+class TriangularSolve(Op):
+    """``(X, A.clone())`` from one node, both broadcast to the batch, saving b, A and X as
+    torch's node (torch's triangular_solve_backward)."""
+
+    node_name = "TriangularSolveBackward0"
+    saves = (0, 1)
+    saves_output = (0,)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, b, a, upper=True, transpose=False, unit=False):
+        ctx.flags = (upper, transpose, unit)
+        batch = np.broadcast_shapes(b.shape[:-2], a.shape[:-2])
+        op_a = np.swapaxes(a, -1, -2) if transpose else a
+        x = _linalg().solve_triangular_arrays(op_a, b, upper != transpose, unit=unit)
+        return x.astype(b.dtype, copy=False), np.broadcast_to(a, batch + a.shape[-2:]).copy()
+
+    @staticmethod
+    def backward(ctx, g_x, g_a):
+        b, a, x = ctx.saved_tensors
+        upper, transpose, unit = ctx.flags
+        gb = ga = None
+        if g_x is not None:
+            gb = triangular_solve_quiet(g_x, a, upper, not transpose, unit)
+            if ctx.needs_input_grad[1]:
+                ga = -matmul(x, gb.mT) if transpose else -matmul(gb, x.mT)
+                ga = ga.triu(int(unit)) if upper else ga.tril(-int(unit))
+        if gb is None:
+            gb = b.new_zeros(()).expand(b.shape)
+        if g_a is not None and ctx.needs_input_grad[1]:
+            ga = g_a if ga is None else ga + g_a
+        return gb, ga
+
+
+def triangular_solve_quiet(b: Tensor, A: Tensor, upper: bool, transpose: bool,
+                           unitriangular: bool) -> Tensor:
+    """The solution of ``triangular_solve`` without its deprecation warning (for backward)."""
+    return TriangularSolve.apply(b, A, upper=upper, transpose=transpose, unit=unitriangular)[0]
+
+
 def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False):
     """Deprecated: ``(X, A.clone())`` with ``op(A) X = input``, reading one triangle of ``A``."""
-    from ember.ops.view_copies import rename_node
     from ember.return_types import triangular_solve as result
+
+    for name, t in (("b", input), ("A", A)):
+        if t.ndim < 2:
+            raise RuntimeError(f"torch.triangular_solve: Expected {name} to have at least 2 "
+                               f"dimensions, but it has {t.ndim} dimensions instead")
+    _same_dtype("", input, A)
+    _square_factor("", A)
+    if input.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is "
+                           f"{A.shape[-1]} by {A.shape[-1]} but each b matrix is "
+                           f"{input.shape[-2]} by {input.shape[-1]}")
+    broadcast_shapes(input.shape[:-2], A.shape[:-2])
+    _float_kernel("triangular_solve_cpu", A)
 
     warnings.warn("torch.triangular_solve is deprecated in favor of "
                   "torch.linalg.solve_triangularand will be removed in a future PyTorch release."
@@ -242,11 +325,8 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
                   "return a copy of one of the inputs.\nX = torch.triangular_solve(B, "
                   "A).solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, "
                   "B).", UserWarning, stacklevel=2)
-    a = A.mT if transpose else A
-    x = _linalg().solve_triangular(a, input, upper=upper != transpose,
-                                   unitriangular=unitriangular)
-    rename_node(x, "TriangularSolveBackward0")
-    return result(x, A.clone())
+    return result(*TriangularSolve.apply(input, A, upper=upper, transpose=transpose,
+                                         unit=unitriangular))
 
 
 FUNCTIONS = {
