@@ -23,7 +23,10 @@ class SDPBackend(enum.IntEnum):
     OVERRIDEABLE = 4
 
 
+# torch's (a pybind enum) is torch.nn.attention._SDPBackend by module and qualified name, and
+# ember.nn.attention holds it under that name as well, so pickles of it resolve
 SDPBackend.__module__ = "ember.nn.attention"
+SDPBackend.__qualname__ = "_SDPBackend"
 
 # Enabled backends, in priority order (torch enables all by default).
 _ENABLED = {SDPBackend.FLASH_ATTENTION: True, SDPBackend.EFFICIENT_ATTENTION: True,

@@ -2,6 +2,7 @@
 attention flags of backends.cuda, ember.cpu, nn.utils fusion / skip_init / weight memory
 formats, utils.data.StackDataset, against torch."""
 
+import pickle
 import warnings
 
 import numpy as np
@@ -16,6 +17,11 @@ def test_sdp_backend_enum():
     same(lambda m: list(m.nn.attention.SDPBackend.__members__.items()))
     same(lambda m: (repr(m.nn.attention.SDPBackend.MATH), int(m.nn.attention.SDPBackend.ERROR),
                     m.nn.attention.WARN_FOR_UNFUSED_KERNELS))
+    same(lambda m: (m.nn.attention.SDPBackend.__module__, m.nn.attention.SDPBackend.__qualname__,
+                    m.nn.attention.SDPBackend.__name__))
+    # found again under that qualified name (torch's pybind enum cannot be pickled)
+    member = ember.nn.attention.SDPBackend.FLASH_ATTENTION
+    assert pickle.loads(pickle.dumps(member)) is member
 
 
 FLAGS = ["flash_sdp_enabled", "mem_efficient_sdp_enabled", "math_sdp_enabled",
