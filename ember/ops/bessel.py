@@ -5,8 +5,9 @@
 Computed in float64 and rounded to the input's dtype: the power series
 ``I_nu(x) = (x/2)^nu sum_k (x^2/4)^k / (k! (k+nu)!)`` (all terms positive, so no cancellation)
 for |x| <= 25, and Hankel's asymptotic expansion ``e^x / sqrt(2 pi x) sum_k (-1)^k a_k(nu) /
-x^k`` above, where 26 terms are accurate to ~1e-19. Both are Horner passes over whole arrays;
-the series stops at the term that no longer changes its largest element.
+x^k`` above, where 26 terms are accurate to ~1e-19. Both are Horner passes over blocks of the
+array that fit in cache; the series stops at the term that no longer changes the block's largest
+element.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ _SPLIT = 25.0
 _BANDS = (2.0, 8.0, _SPLIT)
 _SERIES_TERMS = 60
 _ASYMPTOTIC_TERMS = 26
+_CHUNK = 1 << 16
 
 
 def _series_coefficients(nu: int) -> np.ndarray:
@@ -52,49 +54,73 @@ def _horner(coef: np.ndarray, z: np.ndarray) -> np.ndarray:
     return s
 
 
-def _series_terms(nu: int, t_max: float) -> int:
-    """How many series terms change a float64 sum at t = x^2/4 = t_max."""
+def _series_terms(nu: int, t_max: float, tol: float) -> int:
+    """How many series terms change the sum at t = x^2/4 = t_max by more than ``tol``
+    (relative)."""
     coef, term, total = _SERIES[nu], 1.0, 0.0
     for k in range(_SERIES_TERMS):
         term = coef[k] * t_max ** k
         total += term
-        if term < 1e-17 * total:
+        if term < tol * total:
             return k + 1
     return _SERIES_TERMS
 
 
 def _bessel(x: np.ndarray, nu: int, scaled: bool) -> np.ndarray:
-    """I_nu(x) (times e^-|x| if ``scaled``) in float64, for nu in (0, 1)."""
-    a = np.abs(x.astype(np.float64))
-    out = np.empty_like(a)
-    lo = 0.0
-    for hi in _BANDS:  # small arguments need few series terms: sum each band on its own
-        band = (a > lo) & (a <= hi) if lo else a <= hi
-        lo = hi
-        if band.any():
-            out[band] = _series(a[band], nu, scaled)
-    big = a > _SPLIT
-    big |= np.isnan(a)
-    if big.any():
-        s = a[big]
+    """I_nu(x) (times e^-|x| if ``scaled``) in float64, for nu in (0, 1), a block of _CHUNK
+    elements at a time: the passes over float64 temporaries then stay in cache (and reuse
+    memory rather than fault in fresh pages), ~2x faster than over a large array. A float32 or
+    float16 result needs the series only to ~1e-10."""
+    tol = 1e-17 if x.dtype == np.float64 else 1e-10
+    flat = x.reshape(-1)
+    if x.size <= _CHUNK:
+        return _bessel_block(flat, nu, scaled, tol).reshape(x.shape)
+    out = np.empty(flat.shape, np.float64)
+    for start in range(0, flat.size, _CHUNK):
+        out[start:start + _CHUNK] = _bessel_block(flat[start:start + _CHUNK], nu, scaled, tol)
+    return out.reshape(x.shape)
+
+
+def _bessel_block(x: np.ndarray, nu: int, scaled: bool, tol: float) -> np.ndarray:
+    """The series with the terms the first band needs, over every element (most arguments lie
+    there, and no copy in and out of the band is needed); then the elements beyond it, band by
+    band, over their indices; above _SPLIT (and NaN), the asymptotic expansion."""
+    a = np.absolute(x, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # large |x|: overwritten below
+        out = _series(a, nu, scaled, min(float(a.max(initial=0.0)), _BANDS[0]), tol)
+    rest = np.flatnonzero(~(a <= _BANDS[0]))
+    for hi in _BANDS[1:]:
+        if not rest.size:
+            break
+        s = a[rest]
+        inside = s <= hi
+        if inside.any():
+            s = s[inside]
+            out[rest[inside]] = _series(s, nu, scaled, float(s.max()), tol)
+            rest = rest[~inside]
+    if rest.size:
+        s = a[rest]
         with np.errstate(over="ignore", invalid="ignore"):
             v = _horner(_ASYMPTOTIC[nu], 1.0 / s) / np.sqrt(2 * np.pi * s)
             if not scaled:
                 v *= np.exp(s)  # inf beyond ~709, as torch
             v[np.isinf(s)] = 0.0 if scaled else np.nan  # torch's values at +-inf
-        out[big] = v
+        out[rest] = v
     if nu:
-        out = np.copysign(out, x)  # I1 is odd
+        np.copysign(out, x, out=out)  # I1 is odd
     return out
 
 
-def _series(s: np.ndarray, nu: int, scaled: bool) -> np.ndarray:
-    t = s * s * 0.25
-    v = _horner(_SERIES[nu][:_series_terms(nu, float(t.max()))], t)
+def _series(s: np.ndarray, nu: int, scaled: bool, s_max: float, tol: float) -> np.ndarray:
+    """The power series at ``s`` (>= 0, at most ``s_max``)."""
+    t = s * s
+    t *= 0.25
+    v = _horner(_SERIES[nu][:_series_terms(nu, s_max * s_max * 0.25, tol)], t)
     if nu:
-        v *= s * 0.5
+        t = np.multiply(s, 0.5, out=t)
+        v *= t
     if scaled:
-        v *= np.exp(-s)
+        v *= np.exp(np.negative(s, out=t))
     return v
 
 
