@@ -17,6 +17,7 @@ import numpy as np
 
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import warn_forward_trace
+from ember.autograd.function import PROFILER
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import grad_accumulator
 
@@ -125,7 +126,10 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     # gives inf / NaN silently, so NumPy must not warn.
     quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")
     quiet.__enter__()  # (a with block would re-indent the loop; this costs ~1 us per backward)
+    tr = _LOCAL.trace
     try:
+        if tr is not None:
+            tr.queue(None, (), ready, buffers)
         while ready:
             node = heapq.heappop(ready)[2]
             buf = buffers.pop(node, None)
@@ -135,7 +139,9 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     _capture(node, buf, capture, results, node in runs)
                 if runs is None or node in runs:
                     try:
-                        outs = _run_node(node, buf)
+                        prof = PROFILER[0]
+                        outs = _run_node(node, buf) if prof is None else \
+                            prof.node(node, _run_node, buf)
                     except Exception:
                         if graph.ANOMALY[0]:
                             warn_forward_trace(node)
@@ -144,6 +150,7 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                         node._release()
             del buf
             _distribute(node, outs, buffers)
+            sent = outs if tr is not None else ()  # a trace sees them after the queue moves
             del outs
             for nxt, _ in node.next_functions:
                 if nxt is not None:
@@ -151,6 +158,8 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     deps[nxt] = d
                     if d == 0:
                         heapq.heappush(ready, (-nxt._seq, tick(), nxt))
+            if tr is not None:
+                tr.queue(node, sent, ready, buffers)
         while callbacks:  # a callback may queue another, as in torch
             callbacks.pop(0)()
     finally:
