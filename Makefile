@@ -12,7 +12,7 @@ venv: $(BIN)/python
 	$(BIN)/pip install -q -e ".[test,distributed]"
 
 lint: venv
-	$(BIN)/ruff check ember tests bench examples
+	$(BIN)/ruff check ember tests bench examples tools
 
 # data first, so that the quickstart smoke test (skipped without Fashion-MNIST) runs too.
 # The distributed tests start 2-4 MPI ranks each: they run after the rest, one at a time, so

@@ -79,6 +79,7 @@ _LAZY_MODULES = {
     "nn", "optim", "utils", "linalg", "cpu", "cuda", "backends", "accelerator", "vision", "viz",
     "serialization", "testing", "special", "examples", "random", "compiler", "_dynamo",
     "distributed", "func", "distributions", "profiler", "multiprocessing", "onnx", "fft",
+    "signal",
 }
 _LAZY_NAMES = {"save": "ember.serialization", "load": "ember.serialization",
                "compile": "ember._compile", "from_dlpack": "ember.utils.dlpack"}
@@ -98,6 +99,15 @@ from ember.autograd.anomaly_mode import (  # noqa: E402 - torch exposes these at
     is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
 )
+
+from ember._layout import (  # noqa: E402
+    channels_last, channels_last_3d, contiguous_format, layout, legacy_contiguous_format,
+    memory_format, preserve_format, strided,
+)
+
+from math import e, inf, nan, pi  # noqa: E402 - torch.pi, torch.inf, ... as in torch
+
+newaxis = None  # x[:, torch.newaxis]
 
 # autocast's casts on the ops of torch's autocast lists (ember/amp/_casting.py); ember.nn and
 # ember.linalg install theirs when they load.

@@ -141,8 +141,10 @@ class Tensor(TensorCasts):
         return isinstance(self._data, np.ndarray)
 
     @property
-    def layout(self) -> str:
-        return "torch.strided"
+    def layout(self):
+        from ember._layout import strided
+
+        return strided
 
     @property
     def ndim(self) -> int:
@@ -191,7 +193,12 @@ class Tensor(TensorCasts):
         return self._data.__array_interface__["data"][0]
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return self._data.flags.c_contiguous
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        from ember._layout import check_format, is_contiguous_as
+
+        check_format(memory_format, "is_contiguous")
+        return is_contiguous_as(self._data.shape, self.stride(), memory_format)
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f" or self.dtype.is_floating_point

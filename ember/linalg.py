@@ -223,6 +223,35 @@ def _triangle(n: int, upper: bool, unit: bool, dtype) -> np.ndarray:
     return np.triu(ones, int(unit)) if upper else np.tril(ones, -int(unit))
 
 
+def solve_triangular_arrays(a: np.ndarray, b: np.ndarray, upper: bool, left: bool = True,
+                            unit: bool = False) -> np.ndarray:
+    """``X`` with ``T X = b`` (or ``X T = b``), ``T`` the triangle of ``a`` that is read."""
+    t = a * _triangle(a.shape[-1], upper, unit, a.dtype)
+    if unit:
+        t = t + np.eye(a.shape[-1], dtype=a.dtype)
+    if not left:
+        return np.swapaxes(solve_triangular_arrays(np.swapaxes(t, -1, -2),
+                                                   np.swapaxes(b, -1, -2), not upper), -1, -2)
+    if (np.diagonal(t, axis1=-2, axis2=-1) == 0).any():
+        return _substitute(t, b, upper)
+    return np.linalg.solve(t, b)
+
+
+def _substitute(t: np.ndarray, b: np.ndarray, upper: bool) -> np.ndarray:
+    """Back (or forward) substitution, one row at a time over all batches and columns: for a
+    triangle with a zero on its diagonal, where LAPACK's general solve refuses (or pivots to
+    garbage), it gives the inf and NaN that torch's triangular solve (trsm) gives."""
+    n = t.shape[-1]
+    x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:],
+                 np.result_type(t, b))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in range(n - 1, -1, -1) if upper else range(n):
+            done = slice(i + 1, n) if upper else slice(0, i)
+            rest = b[..., i, :] - np.matmul(t[..., i:i + 1, done], x[..., done, :])[..., 0, :]
+            x[..., i, :] = rest / t[..., i, i, None]
+    return x
+
+
 class LinalgSolveTriangular(Op):
     node_name = "LinalgSolveTriangularBackward0"
     saves = (0,)
@@ -232,13 +261,7 @@ class LinalgSolveTriangular(Op):
     @staticmethod
     def forward(ctx, a, b, upper=True, left=True, unit=False):
         ctx.upper, ctx.left, ctx.unit = upper, left, unit
-        t = a * _triangle(a.shape[-1], upper, unit, a.dtype)
-        if unit:
-            t = t + np.eye(a.shape[-1], dtype=a.dtype)
-        if left:
-            return np.linalg.solve(t, b)
-        return np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)),
-                           -1, -2)
+        return solve_triangular_arrays(a, b, upper, left, unit)
 
     @staticmethod
     def backward(ctx, g):
@@ -376,6 +399,24 @@ from ember.ops._out import LINALG_RULES, add_out  # noqa: E402
 from ember.ops.linalg_extra import linalg_cross as cross  # noqa: E402
 
 add_out(globals(), LINALG_RULES, "linalg_")  # out= as in torch.linalg
+
+# Added by the API coverage work (ember/_linalg_more.py).
+from ember._linalg_more import (  # noqa: E402
+    cholesky_ex,
+    cond,
+    diagonal,
+    inv_ex,
+    matrix_exp,
+    solve_ex,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
+
+__all__ += ["cholesky_ex", "cond", "diagonal", "inv_ex", "matrix_exp", "solve_ex", "tensorinv",
+            "tensorsolve", "vander"]
+add_out(globals(), {n: LINALG_RULES[n] for n in ("cholesky_ex", "cond", "inv_ex", "solve_ex",
+                                                   "tensorinv", "tensorsolve")}, "linalg_")
 
 from ember.amp import _casting  # noqa: E402
 

@@ -62,3 +62,15 @@ for _name in ("max", "min", "sort", "topk", "median", "nanmedian", "mode", "kthv
 __all__ = ["max", "min", "sort", "topk", "median", "nanmedian", "mode", "kthvalue", "cummax",
            "cummin", "aminmax", "slogdet", "linalg_slogdet", "linalg_eigh", "linalg_svd",
            "linalg_qr", "svd", "qr"]
+
+# Results of the functions of the API coverage work (ember/ops/pointwise_extra.py, ...).
+frexp = _make("frexp", ("mantissa", "exponent"))
+histogram = _make("histogram", ("hist", "bin_edges"))
+histogramdd = _make("histogramdd", ("hist", "bin_edges"))
+triangular_solve = _make("triangular_solve", ("solution", "cloned_coefficient"))
+linalg_inv_ex = _make("linalg_inv_ex", ("inverse", "info"))
+linalg_solve_ex = _make("linalg_solve_ex", ("result", "info"))
+linalg_cholesky_ex = _make("linalg_cholesky_ex", ("L", "info"))
+for _name in ("frexp", "histogram", "histogramdd", "triangular_solve", "linalg_inv_ex",
+              "linalg_solve_ex", "linalg_cholesky_ex"):
+    globals()[_name + "_out"] = _make(_name + "_out", globals()[_name]._fields)

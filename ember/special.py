@@ -36,3 +36,14 @@ __all__ = [
     "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
     "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
 ]
+
+# Added by the API coverage work: Bessel and incomplete gamma functions (ember/ops).
+from ember.ops.bessel import i0, i0e, i1, i1e, modified_bessel_i0, modified_bessel_i1  # noqa: E402
+from ember.ops.igamma import igamma as gammainc  # noqa: E402
+from ember.ops.igamma import igammac as gammaincc  # noqa: E402
+
+__all__ += ["i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1", "gammainc",
+            "gammaincc"]
+add_out(globals(), {n: SPECIAL_RULES[n] for n in ("i0", "i0e", "i1", "i1e", "modified_bessel_i0",
+                                                    "modified_bessel_i1", "gammainc",
+                                                    "gammaincc")}, "special_")

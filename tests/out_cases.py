@@ -129,3 +129,37 @@ _add(None, **RANDOM)
 def function_of(case: str) -> str:
     """The function a case calls (``max_all`` calls ``max``)."""
     return CASES[case][0].split("(")[0].removeprefix("m.").replace(".", "_")
+
+# The functions added for API coverage.
+_add(None, addr="m.addr(F, V3, V)", alias_copy="m.alias_copy(F)",
+     as_strided_copy="m.as_strided_copy(F, (2, 2), (1, 2))",
+     chain_matmul="m.chain_matmul(F, G.T, M)", cholesky_inverse="m.cholesky_inverse(S)",
+     cholesky_solve="m.cholesky_solve(F3, S)", detach_copy="m.detach_copy(F)",
+     diagonal_copy="m.diagonal_copy(F)", expand_copy="m.expand_copy(V, (3, 4))",
+     frobenius_norm="m.frobenius_norm(F, (0, 1))", gcd="m.gcd(I, J)", lcm="m.lcm(I, J)",
+     hardshrink="m.hardshrink(F)", i0="m.i0(F)", igamma="m.igamma(P, A)",
+     igammac="m.igammac(P, A)", index_reduce="m.index_reduce(F, 0, IDX1, G[:2], 'amax')",
+     isin="m.isin(I, J)", narrow_copy="m.narrow_copy(F, 1, 0, 2)",
+     nextafter="m.nextafter(F, G)", nonzero_static="m.nonzero_static(B, size=5)",
+     nuclear_norm="m.nuclear_norm(F)", permute_copy="m.permute_copy(F, (1, 0))",
+     range="m.range(0, 4)", select_copy="m.select_copy(F, 0, 1)",
+     slice_copy="m.slice_copy(F, 1, 0, 2)",
+     slice_scatter="m.slice_scatter(F, G[:, :2], 1, 0, 2)", squeeze_copy="m.squeeze_copy(F)",
+     t_copy="m.t_copy(F)", threshold="m.threshold(F, 0.1, 2.0)",
+     transpose_copy="m.transpose_copy(F, 0, 1)", unfold_copy="m.unfold_copy(F, 1, 2, 1)",
+     unsqueeze_copy="m.unsqueeze_copy(F, 0)", view_copy="m.view_copy(F, (12,))")
+_add(("float32", "int32"), frexp="m.frexp(F)")
+_add(("float32", "float32"), histogram="m.histogram(F, 4)",
+     triangular_solve="m.triangular_solve(F3, M)",
+     split_with_sizes_copy="m.split_with_sizes_copy(F, [1, 2])")
+_add(("float32",) * 3, unbind_copy="m.unbind_copy(F)")
+_add(None, **{f"linalg.{k}": f"m.linalg.{v}" for k, v in {
+    "cond": "cond(M)", "tensorinv": "tensorinv(M, 1)", "tensorsolve": "tensorsolve(M, V3)"}
+    .items()})
+_add(("float32", "int32"), **{"linalg.cholesky_ex": "m.linalg.cholesky_ex(S)",
+                              "linalg.inv_ex": "m.linalg.inv_ex(M)",
+                              "linalg.solve_ex": "m.linalg.solve_ex(M, F3)"})
+_add(None, **{"special.gammainc": "m.special.gammainc(P, A)",
+              "special.gammaincc": "m.special.gammaincc(P, A)"})
+_add(None, **{f"special.{n}": f"m.special.{n}(F)" for n in
+              "i0 i0e i1 i1e modified_bessel_i0 modified_bessel_i1".split()})

@@ -5,7 +5,8 @@ libraries under ``saved_tensors_hooks`` whose pack hook counts the tensors saved
 ember must save as many as torch (torch's rule: a tensor is saved only when a gradient formula
 that will run reads it). Then backward with a random upstream gradient through that graph must
 give torch's gradients (a skipped save must never be read). The known differences are listed
-below, with the reason, and nowhere else.
+below, with the reason, and nowhere else: nodes saving fewer tensors than torch's, torch nodes
+that ember composes of several ops, and single tests.
 
 ``EMBER_SAVED_LOG=file`` appends one line per difference (test id, inputs requiring grad,
 torch's output nodes, ember's count or exception, torch's count, and each graph's nodes with
@@ -34,6 +35,18 @@ NODE_OFFSETS = {
     "LinalgDetBackward0": (2, _LU),
     "LinalgSlogdetBackward0": (2, _LU),
     "LinalgSolveExBackward0": (2, _LU),
+}
+
+_GRID = ("ember composes grid_sample of ember ops (coordinates from the grid, gathers of the "
+         "input at the taps, interpolation weights), so its gradients for input and grid and "
+         "their derivatives come from autograd, each piece saving what it reads; torch's one "
+         "fused kernel node saves input and grid and has a hand-written double backward")
+
+# torch nodes that ember builds as a composition of ops: name -> why. A graph in which torch
+# records such a node is not compared by count (its gradients still are, per subset).
+COMPOSED = {
+    "GridSampler2DBackward0": _GRID,
+    "GridSampler3DBackward0": _GRID,
 }
 
 # Tests whose graphs differ from torch's for a reason outside what backward saves.
@@ -108,7 +121,7 @@ def _mismatch(ne, nt: int, eo, to, sub) -> None:
     if eo is not None and ne + sum(NODE_OFFSETS.get(n.name(), (0,))[0]
                                    for n in _nodes(eo)) == nt:
         return
-    if test in TESTS:
+    if test in TESTS or any(n.name() in COMPOSED for n in _nodes(to)):
         return
     names = [type(o.grad_fn).__name__ for o in _flat(to)
              if isinstance(o, torch.Tensor) and o.grad_fn is not None]

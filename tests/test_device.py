@@ -3,6 +3,7 @@
 import pickle
 
 import pytest
+import torch
 from oracle import same
 
 import ember
@@ -48,12 +49,17 @@ def test_tensor_devices(k):
 
 
 def test_default_device():
-    same(lambda m: m.set_default_device("cpu"))
-    same(lambda m: m.get_default_device())
-    if not ember.cuda.is_available():
-        with pytest.raises(AssertionError, match="not compiled with CUDA"):
-            ember.set_default_device("cuda")
-    ember.set_default_device(None)
+    try:
+        same(lambda m: m.set_default_device("cpu"))
+        same(lambda m: m.get_default_device())
+        if not ember.cuda.is_available():
+            with pytest.raises(AssertionError, match="not compiled with CUDA"):
+                ember.set_default_device("cuda")
+    finally:
+        # torch's default device is a global TorchFunctionMode even for "cpu": left on, it
+        # makes torch.chain_matmul drop out= in later tests of the same worker
+        ember.set_default_device(None)
+        torch.set_default_device(None)
     assert ember.get_default_device() == ember.device("cpu")
 
 

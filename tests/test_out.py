@@ -47,6 +47,8 @@ def run(m, case: str, out=None, grad: bool = False, **extra):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = eval(src, ns)  # noqa: S307 - the case table is ours
+    if res is None and out is not None:  # split_copy & co. return nothing: compare the outs
+        res = out
     return res, [str(w.message) for w in caught], ns
 
 

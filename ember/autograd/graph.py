@@ -345,3 +345,12 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all") -> _MultiHandle:
         return hook
     return _MultiHandle(tuple(t.register_hook(make_hook(i)) for i, t in enumerate(tensors)
                               if t.requires_grad))
+
+
+def increment_version(tensor) -> None:
+    """Count an in-place change made behind autograd's back (through ``.data``, NumPy, ...), so
+    that a saved copy of the old value is detected at backward."""
+    from ember._tensor import Tensor
+
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._vc[0] += 1

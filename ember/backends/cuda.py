@@ -30,3 +30,20 @@ def is_built() -> bool:
     from ember._backend import cupy_module
 
     return cupy_module() is not None
+
+
+# The scaled-dot-product-attention switches (shared with ember.nn.attention.sdpa_kernel).
+from ember._sdp import (  # noqa: E402, F401
+    allow_fp16_bf16_reduction_math_sdp,
+    cudnn_sdp_enabled,
+    enable_cudnn_sdp,
+    enable_flash_sdp,
+    enable_math_sdp,
+    enable_mem_efficient_sdp,
+    flash_sdp_enabled,
+    fp16_bf16_reduction_math_sdp_allowed,
+    is_flash_attention_available,
+    math_sdp_enabled,
+    mem_efficient_sdp_enabled,
+    sdp_kernel,
+)

@@ -110,3 +110,6 @@ __all__ = [
     "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "memory_allocated", "memory_reserved", "seed", "seed_all", "set_device", "synchronize",
 ]
+
+
+from ember.ops.introspection import OutOfMemoryError  # noqa: E402, F401 - torch.cuda.OutOfMemoryError

@@ -9,6 +9,7 @@ __all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter
            "init", "parallel", "utils", *_modules_all]
 
 from ember.amp import _casting  # noqa: E402
+from ember.nn import attention  # noqa: E402, F401 - torch.nn.attention, loaded with torch.nn
 from ember.ops import _lowp  # noqa: E402
 
 _lowp.install()  # float32 math for the half-precision kernels defined in ember.nn

@@ -353,6 +353,15 @@ def _resize_warning(name: str, o: Tensor, r: Tensor) -> str | None:
 def _write(name: str, o: Tensor, r: Tensor, copied: bool) -> None:
     """Write the result into ``o``, resized to the result's shape if it differs. ``copied``:
     through ``copy_``, which records the copy under autograd."""
+    if name in NO_RESIZE:
+        o.copy_(r)  # torch's broadcast error for an out of another shape
+        return
+    if name in RAW_WRITE and o._data.shape == r._data.shape and not o._data.flags.c_contiguous:
+        memory = o._data.ravel(order="K")  # the out's memory, in memory order
+        if np.shares_memory(memory, o._data):
+            memory[...] = r._data.ravel()  # written as if the out were contiguous, as torch
+            o._vc[0] += 1
+            return
     if o._data.shape != r._data.shape:
         msg = _resize_warning(name, o, r)
         if msg:
@@ -390,10 +399,13 @@ def _call(fn, name: str, rule: Rule, args: tuple, kwargs: dict, out):
     for o, r, c in zip(outs, results, checks):
         _check_dtype(c, name, r.dtype, o.dtype)
         _check_overlap(o._data, inputs, name in NO_ALIAS)
-    for o, r in zip(outs, results):
+    pairs = list(zip(outs, results))
+    for o, r in reversed(pairs) if name in WRITTEN_BACKWARDS else pairs:
         _write(name, o, r, copied)
         if r._rg and r._grad_fn is None:  # a factory's requires_grad=True
             o._rg = True
+    if type(res) is tuple:  # a list of pieces (split_copy, ...): torch returns nothing
+        return None
     return getattr(return_types, f"{type(res).__name__}_out")(*outs) if multi else outs[0]
 
 
@@ -413,3 +425,59 @@ def add_out(namespace: dict, rules: dict = RULES, prefix: str = "") -> None:
     for name, rule in rules.items():
         if name in namespace:
             namespace[name] = with_out(namespace[name], prefix + name, rule)
+
+
+# --- the functions added for API coverage (ember/ops/*_more.py, view_copies.py, ...) --------
+
+_COPIES = ("alias_copy as_strided_copy detach_copy diagonal_copy expand_copy permute_copy "
+           "select_copy slice_copy slice_scatter squeeze_copy t_copy transpose_copy unfold_copy "
+           "unsqueeze_copy view_copy")
+RULES.update({
+    **_rules("addr gcd lcm i0 igamma igammac nextafter threshold", Rule(CAST)),
+    **_rules(_COPIES + " frobenius_norm index_reduce isin", Rule(SAME)),
+    **_rules("split_copy split_with_sizes_copy unbind_copy triangular_solve", Rule(fields=_EXACT)),
+    "hardshrink": Rule(FOUND),
+    "chain_matmul": LINALG_RULES["multi_dot"],
+    "cholesky_inverse": Rule(_castable("cholesky_inverse")),
+    "cholesky_solve": Rule(_castable("cholesky_solve")),
+    "frexp": Rule(fields=(
+        (_same("torch.frexp() expects mantissa to have dtype {r} but got {o}"),),
+        (_same("torch.frexp() expects exponent to have int dtype but got {o}"),))),
+    "histogram": Rule(fields=(
+        (_same("torch.histogram: input tensor and hist tensor should have the same dtype, but got "
+               "input {r} and hist {o}"),),
+        (_same("torch.histogram: input tensor and bin_edges tensor should have the same dtype, "
+               "but got input {r} and bin_edges {o} for dimension 0"),))),
+    "narrow_copy": Rule(_same("Expected self.dtype() == output.dtype() to be true, but got false.  "
+                              "(Could this error message be improved?  If so, please report an "
+                              "enhancement request to PyTorch.)")),
+    "nonzero_static": Rule(_same("nonzero_static: Expected out tensor to have scalar type {R} but "
+                                 "got scalar type{O}")),
+    "nuclear_norm": Rule(_same("linalg.matrix_norm expected out tensor dtype {R} but got: {O}")),
+    "range": Rule(_no_kernel("range_cpu"), FACTORY, into="factory"),
+})
+LINALG_RULES.update({
+    **_rules("cholesky_ex inv_ex solve_ex", Rule(fields=_EXACT)),
+    **{n: Rule(_castable(n if n != "cond" else "linalg.cond")) for n in
+       ("cond", "tensorinv", "tensorsolve")},
+})
+SPECIAL_RULES.update(_rules("gammainc gammaincc i0 i0e i1 i1e modified_bessel_i0 "
+                            "modified_bessel_i1", Rule(CAST)))
+ATEN.update({"chain_matmul": "mm", "frobenius_norm": "norm", "linalg_solve_ex": "_linalg_solve_ex",
+             "special_gammainc": "igamma", "special_gammaincc": "igammac", "special_i0": "i0"})
+NOT_DIFFERENTIABLE = NOT_DIFFERENTIABLE | frozenset(
+    "gcd lcm isin nonzero_static range split_with_sizes_copy unbind_copy split_copy "
+    "special_modified_bessel_i0 special_modified_bessel_i1".split())
+COPIED = COPIED | frozenset((_COPIES + " histogram nuclear_norm linalg_cond linalg_tensorinv "
+                             "linalg_tensorsolve").split())
+SILENT_RESIZE = SILENT_RESIZE | frozenset(("narrow_copy", "range"))
+UNCHECKED = UNCHECKED | frozenset((_COPIES + " chain_matmul cholesky_inverse cholesky_solve "
+                                   "frobenius_norm histogram narrow_copy nuclear_norm threshold "
+                                   "triangular_solve linalg_cholesky_ex linalg_cond linalg_inv_ex "
+                                   "linalg_solve_ex linalg_tensorinv linalg_tensorsolve").split())
+# Written with copy_ into outs of the right shape (no resizing), as torch's split_copy does.
+NO_RESIZE = frozenset(("split_copy",))
+# Written into the out's memory in C order whatever its strides (torch's narrow_copy kernel).
+RAW_WRITE = frozenset(("narrow_copy",))
+# Outputs written last to first (torch's histogram resizes bin_edges before hist).
+WRITTEN_BACKWARDS = frozenset(("histogram",))

@@ -438,18 +438,21 @@ class Glu(Op):
 
 
 class RreluWithNoise(Op):
-    """Leaky ReLU with a per-element slope ``noise`` for negative inputs (sampled or fixed)."""
+    """Leaky ReLU with a per-element slope ``noise`` for negative inputs (sampled or fixed).
+    Saves the input and the noise, as torch's node (its eval-mode formula reads the input's
+    sign, which ``noise`` already holds here)."""
 
     node_name = "RreluWithNoiseBackward0"
+    saves = (0,)
 
     @staticmethod
     def forward(ctx, x, noise=None):
-        ctx.noise = noise
+        ctx.save_extra(noise)
         return _leaky(x, noise)
 
     @staticmethod
     def backward(ctx, g):
-        return g * Tensor._make(ctx.noise)
+        return g * ctx.saved_tensors[-1]
 
 
 class PreluKernel(Op):

@@ -59,7 +59,11 @@ class Clone(Op):
 
     @staticmethod
     def forward(ctx, x, memory_format=None):
-        return x.copy()
+        if memory_format is None:
+            return x.copy()
+        from ember._layout import copy_as
+
+        return copy_as(x, memory_format)
 
     @staticmethod
     def backward(ctx, g):
@@ -67,8 +71,18 @@ class Clone(Op):
 
 
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
-    """A copy of ``x`` that stays in the graph (CloneBackward0)."""
-    return Clone.apply(x)
+    """A copy of ``x`` that stays in the graph (CloneBackward0); ``memory_format`` lays it out
+    as contiguous or channels-last (the default keeps ember's C order)."""
+    if memory_format is None:
+        return Clone.apply(x)
+    from ember import _layout
+
+    _layout.check_format(memory_format, "clone")
+    if memory_format is _layout.preserve_format:
+        return Clone.apply(x)
+    if memory_format is not _layout.contiguous_format:
+        _layout.channels_last_rank(memory_format, x.ndim)
+    return Clone.apply(x, memory_format=memory_format)
 
 
 # --- arithmetic ---------------------------------------------------------------------------

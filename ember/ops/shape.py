@@ -462,9 +462,23 @@ def sum_to_size(g: Tensor, *shape) -> Tensor:
 
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     """``x`` itself if C-contiguous, else a contiguous copy (CloneBackward0)."""
+    from ember.ops.pointwise import clone
+
+    if memory_format is not None:
+        from ember import _layout
+
+        _layout.check_format(memory_format, "contiguous")
+        if memory_format is not _layout.contiguous_format:
+            if memory_format is not _layout.preserve_format:
+                _layout.channels_last_rank(memory_format, x.ndim)
+            if x.is_contiguous(memory_format):
+                return x
+            if memory_format is _layout.preserve_format:
+                raise RuntimeError("preserve memory format is unsupported by the contiguous "
+                                   "operator")
+            return clone(x, memory_format=memory_format)
     if x._data.flags.c_contiguous:
         return x
-    from ember.ops.pointwise import clone
 
     out = clone(x)
     out._data = xp_of(out._data).ascontiguousarray(out._data)

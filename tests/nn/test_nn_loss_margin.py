@@ -41,6 +41,11 @@ def test_likelihood_losses(reduction):
     check(lambda m, a, t: F(m).poisson_nll_loss(a, t, log_input=False, full=True,
                                                 reduction=reduction),
           positive(3, 4), counts, grad_inputs=[0])
+    # the target's gradient, through the masked Stirling term: NaN at 0 (0 / 0), as torch
+    target = np.array([[0.0, 0.5, 1.0, 2.0], [3.0, 0.0, 1.5, 4.0], [1.2, 0.7, 6.0, 0.1]],
+                      dtype=np.float32)
+    check(lambda m, a, t: F(m).poisson_nll_loss(a, t, full=True, reduction=reduction),
+          arr(3, 4), target)
     check(lambda m, a, t, v: F(m).gaussian_nll_loss(a, t, v, reduction=reduction), arr(3, 4),
           arr(3, 4), positive(3, 4))
     check(lambda m, a, t, v: F(m).gaussian_nll_loss(a, t, v, full=True, reduction=reduction),

@@ -67,10 +67,11 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     _check_reduction(reduction)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
-        big = Tensor._make(target._data > 1)
-        safe = where(big, target, 1.0)  # keeps log() finite where the term is masked out
-        stirling = safe * safe.log() - safe + (safe * (2 * math.pi)).log() * 0.5
-        loss = loss + where(big, stirling, 0.0)
+        # ATen's composition: the term is masked after the fact, so a target of 0 gets a NaN
+        # gradient (0 / 0 in log's), as in torch; 0 * log(0) is NaN silently there too
+        with np.errstate(invalid="ignore"):
+            stirling = target * target.log() - target + (target * (2 * math.pi)).log() * 0.5
+        loss = loss + stirling.masked_fill(Tensor._make(target._data <= 1), 0)
     return _reduce(loss, reduction)
 
 

@@ -8,6 +8,7 @@ from ember.utils.data.dataset import (
     ConcatDataset,
     Dataset,
     IterableDataset,
+    StackDataset,
     Subset,
     TensorDataset,
     random_split,
@@ -24,7 +25,7 @@ from ember.utils.data.sampler import (
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
-    "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "Subset",
+    "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
     "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "default_collate",
     "default_convert", "get_worker_info", "random_split",
 ]

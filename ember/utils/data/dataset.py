@@ -126,3 +126,28 @@ def random_split(dataset: Dataset, lengths: Sequence, generator: Generator = def
         out.append(Subset(dataset, perm[offset:offset + length]))
         offset += length
     return out
+
+
+class StackDataset(Dataset):
+    """Several datasets of one length side by side: item ``i`` is the tuple (positional
+    datasets) or the dict (keyword datasets) of their items ``i``."""
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = list(args) if args else list(kwargs.values())
+        self._length = len(parts[0])
+        if any(len(d) != self._length for d in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
