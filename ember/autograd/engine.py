@@ -221,13 +221,23 @@ def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
 
 def _sum_to(g, shape: tuple, node, i: int):
     """Undo broadcasting: check ``g`` can be summed down to ``shape``, then do it."""
+    from ember._tensor import Tensor
+
     lead = g.ndim - len(shape)
     if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, g.shape[lead:])):
         raise RuntimeError(
             f"Function {node.name()} returned an invalid gradient at index {i} - got "
             f"{list(g.shape)} but expected shape compatible with {list(shape)}"
         )
-    return g.sum_to_size(shape)
+    if STATE.enabled:  # create_graph: the sum is part of the graph
+        return g.sum_to_size(shape)
+    # A plain backward sums the array directly (what sum_to_size computes, without the ops).
+    a = g._data
+    dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape)
+                                      if s == 1 and a.shape[lead + k] != 1)
+    if dims:
+        a = a.sum(axis=dims, dtype=a.dtype, keepdims=True)
+    return Tensor._make(a.reshape(shape) if lead else a)
 
 
 def _apply_tensor_hooks(node, nr: int, g):

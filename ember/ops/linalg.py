@@ -10,6 +10,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
 from ember.ops.shape import Squeeze, UnsafeView
 
 _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
@@ -86,13 +87,32 @@ def _mm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool,
     were column-major), as torch's mm_mat1_backward / mm_mat2_backward do. For nn.Linear's
     ``weight.t()`` (column-major) this makes the weight's gradient C-contiguous after
     TBackward, so AccumulateGrad can keep it without a copy. Each input is saved only for the
-    other's gradient, so ``a`` may be None when only ``a`` needs one."""
+    other's gradient, so ``a`` may be None when only ``a`` needs one. A plain backward (no
+    create_graph) does the same products on the arrays: two GEMMs, no graph ops around them."""
     ga = gb = None
+    if not STATE.enabled:
+        gd = g._data
+        if need_a:
+            bd = b._data
+            ga = _transposed(bd @ gd.T) if layout[0] else Tensor._make(gd @ bd.T)
+        if need_b:
+            ad = a._data
+            gb = _transposed(gd.T @ ad) if layout[1] else Tensor._make(ad.T @ gd)
+        return ga, gb
     if need_a:
         ga = b.mm(g.t()).t() if layout[0] else g.mm(b.t())
     if need_b:
         gb = g.t().mm(a).t() if layout[1] else a.t().mm(g)
     return ga, gb
+
+
+def _transposed(product) -> Tensor:
+    """A fresh product's transpose as a view of it, as ``.t()`` makes (AccumulateGrad steals
+    a TBackward gradient that spans its base)."""
+    base = Tensor._make(product)
+    out = Tensor._make(product.T)
+    out._set_view_of(base)
+    return out
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:

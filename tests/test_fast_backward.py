@@ -1,0 +1,47 @@
+"""Plain backward (no create_graph) runs some ops' gradient formulas on arrays, skipping graph
+ops; it must give exactly what the Tensor formulas (run under create_graph) give, in the same
+dtype, and keep what AccumulateGrad steals stealable."""
+
+import numpy as np
+import pytest
+
+import ember
+
+
+def _grads(fn, inputs, seed, create_graph):
+    xs = [ember.tensor(a, requires_grad=True) for a in inputs]
+    out = fn(*xs)
+    g = ember.tensor(np.random.default_rng(seed).standard_normal(out.shape).astype(
+        inputs[0].dtype))
+    return ember.autograd.grad(out, xs, g, create_graph=create_graph, allow_unused=True)
+
+
+def check_plain_equals_graph(fn, *inputs, seed=0):
+    plain = _grads(fn, inputs, seed, False)
+    graph = _grads(fn, inputs, seed, True)
+    for p, q in zip(plain, graph):
+        assert (p is None) == (q is None)
+        if p is not None:
+            assert p.dtype == q.dtype and p.shape == q.shape
+            np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+def _arr(rng, *shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_and_mm(dtype):
+    rng = np.random.default_rng(0)
+    x, w, b = _arr(rng, 5, 3, dtype=dtype), _arr(rng, 4, 3, dtype=dtype), _arr(rng, 4, dtype=dtype)
+    check_plain_equals_graph(ember.nn.functional.linear, x, w, b)
+    check_plain_equals_graph(lambda x, w: x.mm(w.t()), x, w)
+    check_plain_equals_graph(lambda x, b: x[:, :1] + b, x, b)  # engine's sum back to b's shape
+    check_plain_equals_graph(lambda x, b: x[:, :1] * b[None, :, None], _arr(rng, 2, 3, 1), b)
+
+
+def test_linear_weight_gradient_is_stolen_not_copied():
+    lin = ember.nn.Linear(8, 4)
+    lin(ember.randn(5, 8)).sum().backward()
+    g = lin.weight.grad.numpy()
+    assert g.flags.c_contiguous and g.base is not None  # the GEMM's own result, transposed
