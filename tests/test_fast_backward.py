@@ -45,3 +45,27 @@ def test_linear_weight_gradient_is_stolen_not_copied():
     lin(ember.randn(5, 8)).sum().backward()
     g = lin.weight.grad.numpy()
     assert g.flags.c_contiguous and g.base is not None  # the GEMM's own result, transposed
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("use", ["h", "c", "both"])
+def test_lstm_cell(dtype, use):
+    rng = np.random.default_rng(1)
+    ember.manual_seed(0)
+    cell = ember.nn.LSTMCell(3, 4, dtype=ember.float64 if dtype == np.float64 else None)
+
+    def fn(x, h, c):
+        h1, c1 = cell(x, (h, c))
+        return {"h": h1, "c": c1, "both": h1 * 2 + c1}[use]
+
+    check_plain_equals_graph(fn, _arr(rng, 2, 3, dtype=dtype), _arr(rng, 2, 4, dtype=dtype),
+                             _arr(rng, 2, 4, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gru_cell(dtype):
+    rng = np.random.default_rng(2)
+    ember.manual_seed(0)
+    cell = ember.nn.GRUCell(3, 4, dtype=ember.float64 if dtype == np.float64 else None)
+    check_plain_equals_graph(lambda x, h: cell(x, h), _arr(rng, 2, 3, dtype=dtype),
+                             _arr(rng, 2, 4, dtype=dtype))

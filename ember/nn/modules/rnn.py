@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ember import _creation
+from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
@@ -37,19 +38,19 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 class LSTMCellFused(Op):
-    """The LSTM gate math as one node: (gates, c_prev) -> (h, c).
+    """The LSTM gate math as one node: (input projection, hidden projection, c_prev) -> (h, c).
 
-    Fewer graph nodes per time step is most of an RNN's speed in Python. Backward recomputes
-    the gate activations with ember ops (so double backward works); a plain backward reuses
-    the forward's activations as constants.
+    Fewer graph nodes per time step is most of an RNN's speed in Python. A plain backward runs
+    on arrays, reusing the forward's activations; under create_graph it recomputes them with
+    ember ops, so double backward works.
     """
 
     node_name = "LSTMCellBackward0"
-    saves = (0, 1)
+    saves = (0, 1, 2)
 
     @staticmethod
-    def forward(ctx, gates, c_prev):
-        i, f, g, o = np.split(gates, 4, axis=-1)
+    def forward(ctx, xp, hp, c_prev):
+        i, f, g, o = np.split(xp + hp, 4, axis=-1)
         si, sf, so, tg = _sigmoid(i), _sigmoid(f), _sigmoid(o), np.tanh(g)
         c = sf * c_prev + si * tg
         tc = np.tanh(c)
@@ -58,23 +59,50 @@ class LSTMCellFused(Op):
 
     @staticmethod
     def backward(ctx, gh, gc):
-        gates, c_prev = ctx.saved_tensors
-        if STATE.enabled:
-            i, f, g, o = gates.chunk(4, -1)
-            si, sf, so, tg = i.sigmoid(), f.sigmoid(), o.sigmoid(), g.tanh()
-            tc = (sf * c_prev + si * tg).tanh()
-        else:
-            si, sf, so, tg, tc = (Tensor._make(a) for a in ctx.acts)
+        xp, hp, c_prev = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        if not STATE.enabled:
+            dgates, dc = _lstm_grads(ctx.acts, c_prev._data, gh, gc)
+            dgates = Tensor._make(dgates)
+            return (dgates if need[0] else None, dgates if need[1] else None,
+                    Tensor._make(dc * ctx.acts[1]) if need[2] else None)
+        i, f, g, o = (xp + hp).chunk(4, -1)
+        si, sf, so, tg = i.sigmoid(), f.sigmoid(), o.sigmoid(), g.tanh()
+        tc = (sf * c_prev + si * tg).tanh()
         dc = gc if gh is None else gh * so * (1 - tc * tc) + (0 if gc is None else gc)
         parts = [dc * tg * si * (1 - si), dc * c_prev * sf * (1 - sf),
                  dc * si * (1 - tg * tg),
                  (gh * tc * so * (1 - so)) if gh is not None else (so * 0)]
-        need = ctx.needs_input_grad
-        return (cat(parts, -1) if need[0] else None), (dc * sf if need[1] else None)
+        dgates = cat(parts, -1) if need[0] or need[1] else None
+        return (dgates if need[0] else None, dgates if need[1] else None,
+                dc * sf if need[2] else None)
+
+
+def _lstm_grads(acts: tuple, c_prev, gh, gc) -> tuple:
+    """The gradients of the gates (one array, i f g o) and of c, from the forward's
+    activations: the create_graph formulas, in the same order, on arrays."""
+    si, sf, so, tg, tc = acts
+    gh = None if gh is None else gh._data
+    if gh is None:
+        dc = gc._data
+    else:
+        dc = gh * so * (1 - tc * tc)
+        if gc is not None:
+            dc += gc._data
+    out = xp_of(si).empty(si.shape[:-1] + (4 * si.shape[-1],), dtype=si.dtype)
+    di, df, dg, do = np.split(out, 4, axis=-1)
+    np.multiply(dc * tg * si, 1 - si, out=di)
+    np.multiply(dc * c_prev * sf, 1 - sf, out=df)
+    np.multiply(dc * si, 1 - tg * tg, out=dg)
+    if gh is None:
+        do[...] = 0
+    else:
+        np.multiply(gh * tc * so, 1 - so, out=do)
+    return out, dc
 
 
 def _lstm_cell(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh, w_hr=None):
-    h, c = LSTMCellFused.apply(x_proj + linear(h, w_hh, b_hh), c)
+    h, c = LSTMCellFused.apply(x_proj, linear(h, w_hh, b_hh), c)
     if w_hr is not None:
         h = linear(h, w_hr)
     return h, c
@@ -83,7 +111,8 @@ def _lstm_cell(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh, w_hr=No
 class GRUCellFused(Op):
     """The GRU gate math as one node: (input projection, hidden projection, h) -> h'.
 
-    Backward recomputes the gates with ember ops under create_graph, else reuses them.
+    A plain backward runs on arrays, reusing the forward's gates; under create_graph they are
+    recomputed with ember ops.
     """
 
     node_name = "GRUCellBackward0"
@@ -101,21 +130,32 @@ class GRUCellFused(Op):
     @staticmethod
     def backward(ctx, g):
         xp, hp, h = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        if not STATE.enabled:
+            return _gru_grads(ctx.acts, hp._data, h._data, g._data, need)
         hn = hp.chunk(3, -1)[2]
-        if STATE.enabled:
-            xr, xz, xn = xp.chunk(3, -1)
-            hr, hz, _ = hp.chunk(3, -1)
-            r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
-            n = (xn + r * hn).tanh()
-        else:
-            r, z, n = (Tensor._make(a) for a in ctx.acts)
+        xr, xz, xn = xp.chunk(3, -1)
+        hr, hz, _ = hp.chunk(3, -1)
+        r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
+        n = (xn + r * hn).tanh()
         dn = g * (1 - z) * (1 - n * n)
         dr = dn * hn * r * (1 - r)
         dz = g * (h - n) * z * (1 - z)
-        need = ctx.needs_input_grad
         return (cat([dr, dz, dn], -1) if need[0] else None,
                 cat([dr, dz, dn * r], -1) if need[1] else None,
                 g * z if need[2] else None)
+
+
+def _gru_grads(acts: tuple, hp, h, g, need: tuple) -> tuple:
+    """The create_graph formulas of GRUCellFused, in the same order, on arrays."""
+    r, z, n = acts
+    hn = np.split(hp, 3, axis=-1)[2]
+    dn = g * (1 - z) * (1 - n * n)
+    dr = dn * hn * r * (1 - r)
+    dz = g * (h - n) * z * (1 - z)
+    return (Tensor._make(np.concatenate([dr, dz, dn], -1)) if need[0] else None,
+            Tensor._make(np.concatenate([dr, dz, dn * r], -1)) if need[1] else None,
+            Tensor._make(g * z) if need[2] else None)
 
 
 def _gru_cell(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh) -> Tensor:
