@@ -69,3 +69,10 @@ def test_gru_cell(dtype):
     cell = ember.nn.GRUCell(3, 4, dtype=ember.float64 if dtype == np.float64 else None)
     check_plain_equals_graph(lambda x, h: cell(x, h), _arr(rng, 2, 3, dtype=dtype),
                              _arr(rng, 2, 4, dtype=dtype))
+
+
+def test_gradients_summed_in_the_engine():
+    rng = np.random.default_rng(3)
+    check_plain_equals_graph(lambda x: x * 2 + x.exp() + x.t().t(), _arr(rng, 3, 4))
+    x, y = _arr(rng, 3, 4), _arr(rng, 3, 4, dtype=np.float64)
+    check_plain_equals_graph(lambda x, y: (x * 3).double() + x.double() * y, x, y)  # dtypes

@@ -216,7 +216,14 @@ def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
         meta = node._out_meta
         buf = buffers[node] = [None] * (len(meta) if meta else 1)
     old = buf[nr]
-    buf[nr] = g if old is None else old + g
+    if old is None:
+        buf[nr] = g
+    elif STATE.enabled or old._data.dtype != g._data.dtype or old._data.shape != g._data.shape:
+        buf[nr] = old + g  # create_graph (the sum is part of the graph), or promotion
+    else:  # a plain backward adds the arrays (what ``old + g`` computes, without the op)
+        from ember._tensor import Tensor
+
+        buf[nr] = Tensor._make(old._data + g._data)
 
 
 def _sum_to(g, shape: tuple, node, i: int):
