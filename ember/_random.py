@@ -11,6 +11,7 @@ program sees torch's random numbers throughout.
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numpy as np
@@ -138,7 +139,7 @@ class Generator:
             return rec.random(self, "_raw", n)
         if self._prefix is not None:
             return self._raw_prefixed(n)
-        return self._bits.random_raw(n).astype(np.uint64)
+        return self._bits.random_raw(n)  # uint64 already: no copy
 
     def _raw_prefixed(self, n: int) -> np.ndarray:
         """Draws while torch's (next, left) are not NumPy's position: the words torch reads
@@ -311,6 +312,12 @@ def bernoulli_sample(shape: tuple, p, generator: Generator | None = None) -> np.
     order, below ``p``. A number ``p`` (dropout's kernel) compares 53-bit doubles; a tensor's
     probabilities compare 24-bit floats unless they are float64."""
     n = int(np.prod(shape))
+    if type(p) is float and 0.0 <= p <= 1.0:
+        # u = k / 2**53 for the 53-bit integer k, so u < p exactly when k < ceil(p * 2**53):
+        # compare the integers, skipping the conversion to doubles.
+        raw = _gen(generator)._raw(2 * n)
+        k = ((raw[0::2] & np.uint64((1 << 21) - 1)) << np.uint64(32)) | raw[1::2]
+        return (k < np.uint64(math.ceil(p * 2.0 ** 53))).reshape(shape)
     p = np.asarray(p)
     u = _gen(generator)._uniform(n, p.ndim == 0 or p.dtype == np.float64)
     return u.reshape(shape) < p

@@ -153,6 +153,16 @@ def test_seeded_dropout_is_torchs():
         np.testing.assert_array_equal(e.numpy(), t.numpy())
 
 
+@pytest.mark.parametrize("p", [0.1, 0.5, 1 / 3, 0.9, 1 - 2 ** -40])
+def test_seeded_dropout_masks_are_torchs(p):
+    # many draws per p, so the kept / dropped threshold is hit from both sides
+    ember.manual_seed(1)
+    torch.manual_seed(1)
+    e = ember.nn.functional.dropout(ember.ones(64, 1000), p)
+    t = torch.nn.functional.dropout(torch.ones(64, 1000), p)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
 def _ints(*shape, high=10):
     return R.integers(0, high, size=shape).astype(np.int64)
 
