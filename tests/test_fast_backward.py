@@ -47,28 +47,40 @@ def test_linear_weight_gradient_is_stolen_not_copied():
     assert g.flags.c_contiguous and g.base is not None  # the GEMM's own result, transposed
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("use", ["h", "c", "both"])
-def test_lstm_cell(dtype, use):
-    rng = np.random.default_rng(1)
-    ember.manual_seed(0)
-    cell = ember.nn.LSTMCell(3, 4, dtype=ember.float64 if dtype == np.float64 else None)
+STEPS = [(projected, bias) for projected in (True, False) for bias in (True, False)]
 
-    def fn(x, h, c):
-        h1, c1 = cell(x, (h, c))
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("projected,bias", STEPS)
+@pytest.mark.parametrize("use", ["h", "c", "both"])
+def test_lstm_step(dtype, projected, bias, use):
+    from ember.nn.modules._rnn_cells import lstm_step
+
+    rng = np.random.default_rng(1)
+    n_in = 16 if projected else 3
+
+    def fn(x, h, c, w_hh, b_hh, w_ih, b_ih):
+        h1, c1 = lstm_step(x, h, c, w_hh, b_hh if bias else None,
+                           None if projected else w_ih, b_ih if bias else None)
         return {"h": h1, "c": c1, "both": h1 * 2 + c1}[use]
 
-    check_plain_equals_graph(fn, _arr(rng, 2, 3, dtype=dtype), _arr(rng, 2, 4, dtype=dtype),
-                             _arr(rng, 2, 4, dtype=dtype))
+    shapes = [(2, n_in), (2, 4), (2, 4), (16, 4), (16,), (16, 3), (16,)]
+    check_plain_equals_graph(fn, *(_arr(rng, *s, dtype=dtype) for s in shapes))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_gru_cell(dtype):
+@pytest.mark.parametrize("projected,bias", STEPS)
+def test_gru_step(dtype, projected, bias):
+    from ember.nn.modules._rnn_cells import gru_step
+
     rng = np.random.default_rng(2)
-    ember.manual_seed(0)
-    cell = ember.nn.GRUCell(3, 4, dtype=ember.float64 if dtype == np.float64 else None)
-    check_plain_equals_graph(lambda x, h: cell(x, h), _arr(rng, 2, 3, dtype=dtype),
-                             _arr(rng, 2, 4, dtype=dtype))
+
+    def fn(x, h, w_hh, b_hh, w_ih, b_ih):
+        return gru_step(x, h, w_hh, b_hh if bias else None, None if projected else w_ih,
+                        b_ih if bias else None)
+
+    shapes = [(2, 12 if projected else 3), (2, 4), (12, 4), (12,), (12, 3), (12,)]
+    check_plain_equals_graph(fn, *(_arr(rng, *s, dtype=dtype) for s in shapes))
 
 
 def test_gradients_summed_in_the_engine():

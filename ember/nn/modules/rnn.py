@@ -9,16 +9,12 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from ember import _creation
-from ember._backend import xp_of
 from ember._tensor import Tensor
-from ember.autograd.function import Op
-from ember.autograd.grad_mode import STATE
 from ember.nn import init
 from ember.nn._functional.dropout import dropout as _dropout
 from ember.nn._functional.linear import linear
+from ember.nn.modules._rnn_cells import gru_step, lstm_step
 from ember.nn.modules._rnn_packed import forward_packed
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
@@ -33,139 +29,12 @@ def _rnn_cell(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh, relu: bool) -> Tens
     return pre.relu() if relu else pre.tanh()
 
 
-def _chunks(x: np.ndarray, n: int) -> list:
-    """``n`` equal views along the last axis (np.split's result, without its Python overhead)."""
-    k = x.shape[-1] // n
-    return [x[..., i * k:(i + 1) * k] for i in range(n)]
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * np.tanh(0.5 * x) + 0.5  # overflow-free logistic, same dtype
-
-
-class LSTMCellFused(Op):
-    """The LSTM gate math as one node: (input projection, hidden projection, c_prev) -> (h, c).
-
-    Fewer graph nodes per time step is most of an RNN's speed in Python. A plain backward runs
-    on arrays, reusing the forward's activations; under create_graph it recomputes them with
-    ember ops, so double backward works.
-    """
-
-    node_name = "LSTMCellBackward0"
-    saves = (0, 1, 2)
-
-    @staticmethod
-    def forward(ctx, xp, hp, c_prev):
-        i, f, g, o = _chunks(xp + hp, 4)
-        si, sf, so, tg = _sigmoid(i), _sigmoid(f), _sigmoid(o), np.tanh(g)
-        c = sf * c_prev + si * tg
-        tc = np.tanh(c)
-        ctx.acts = (si, sf, so, tg, tc)
-        return so * tc, c
-
-    @staticmethod
-    def backward(ctx, gh, gc):
-        xp, hp, c_prev = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        if not STATE.enabled:
-            dgates, dc = _lstm_grads(ctx.acts, c_prev._data, gh, gc)
-            dgates = Tensor._make(dgates)
-            return (dgates if need[0] else None, dgates if need[1] else None,
-                    Tensor._make(dc * ctx.acts[1]) if need[2] else None)
-        i, f, g, o = (xp + hp).chunk(4, -1)
-        si, sf, so, tg = i.sigmoid(), f.sigmoid(), o.sigmoid(), g.tanh()
-        tc = (sf * c_prev + si * tg).tanh()
-        dc = gc if gh is None else gh * so * (1 - tc * tc) + (0 if gc is None else gc)
-        parts = [dc * tg * si * (1 - si), dc * c_prev * sf * (1 - sf),
-                 dc * si * (1 - tg * tg),
-                 (gh * tc * so * (1 - so)) if gh is not None else (so * 0)]
-        dgates = cat(parts, -1) if need[0] or need[1] else None
-        return (dgates if need[0] else None, dgates if need[1] else None,
-                dc * sf if need[2] else None)
-
-
-def _lstm_grads(acts: tuple, c_prev, gh, gc) -> tuple:
-    """The gradients of the gates (one array, i f g o) and of c, from the forward's
-    activations: the create_graph formulas, in the same order, on arrays."""
-    si, sf, so, tg, tc = acts
-    gh = None if gh is None else gh._data
-    if gh is None:
-        dc = gc._data
-    else:
-        dc = gh * so * (1 - tc * tc)
-        if gc is not None:
-            dc += gc._data
-    out = xp_of(si).empty(si.shape[:-1] + (4 * si.shape[-1],), dtype=si.dtype)
-    di, df, dg, do = _chunks(out, 4)
-    np.multiply(dc * tg * si, 1 - si, out=di)
-    np.multiply(dc * c_prev * sf, 1 - sf, out=df)
-    np.multiply(dc * si, 1 - tg * tg, out=dg)
-    if gh is None:
-        do[...] = 0
-    else:
-        np.multiply(gh * tc * so, 1 - so, out=do)
-    return out, dc
-
-
-def _lstm_cell(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh, w_hr=None):
-    h, c = LSTMCellFused.apply(x_proj, linear(h, w_hh, b_hh), c)
+def _lstm_cell(x: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh, w_hr=None, w_ih=None,
+               b_ih=None):
+    h, c = lstm_step(x, h, c, w_hh, b_hh, w_ih, b_ih)
     if w_hr is not None:
         h = linear(h, w_hr)
     return h, c
-
-
-class GRUCellFused(Op):
-    """The GRU gate math as one node: (input projection, hidden projection, h) -> h'.
-
-    A plain backward runs on arrays, reusing the forward's gates; under create_graph they are
-    recomputed with ember ops.
-    """
-
-    node_name = "GRUCellBackward0"
-    saves = (0, 1, 2)
-
-    @staticmethod
-    def forward(ctx, xp, hp, h):
-        xr, xz, xn = _chunks(xp, 3)
-        hr, hz, hn = _chunks(hp, 3)
-        r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
-        n = np.tanh(xn + r * hn)
-        ctx.acts = (r, z, n)
-        return n + z * (h - n)  # (1 - z) * n + z * h
-
-    @staticmethod
-    def backward(ctx, g):
-        xp, hp, h = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        if not STATE.enabled:
-            return _gru_grads(ctx.acts, hp._data, h._data, g._data, need)
-        hn = hp.chunk(3, -1)[2]
-        xr, xz, xn = xp.chunk(3, -1)
-        hr, hz, _ = hp.chunk(3, -1)
-        r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
-        n = (xn + r * hn).tanh()
-        dn = g * (1 - z) * (1 - n * n)
-        dr = dn * hn * r * (1 - r)
-        dz = g * (h - n) * z * (1 - z)
-        return (cat([dr, dz, dn], -1) if need[0] else None,
-                cat([dr, dz, dn * r], -1) if need[1] else None,
-                g * z if need[2] else None)
-
-
-def _gru_grads(acts: tuple, hp, h, g, need: tuple) -> tuple:
-    """The create_graph formulas of GRUCellFused, in the same order, on arrays."""
-    r, z, n = acts
-    hn = _chunks(hp, 3)[2]
-    dn = g * (1 - z) * (1 - n * n)
-    dr = dn * hn * r * (1 - r)
-    dz = g * (h - n) * z * (1 - z)
-    return (Tensor._make(np.concatenate([dr, dz, dn], -1)) if need[0] else None,
-            Tensor._make(np.concatenate([dr, dz, dn * r], -1)) if need[1] else None,
-            Tensor._make(g * z) if need[2] else None)
-
-
-def _gru_cell(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh) -> Tensor:
-    return GRUCellFused.apply(x_proj, linear(h, w_hh, b_hh), h)
 
 
 class RNNBase(Module):
@@ -279,7 +148,7 @@ class RNNBase(Module):
         if self.mode == "LSTM":
             return _lstm_cell(x_proj, h, c, w["weight_hh"], w["bias_hh"], w["weight_hr"])
         if self.mode == "GRU":
-            return _gru_cell(x_proj, h, w["weight_hh"], w["bias_hh"]), None
+            return gru_step(x_proj, h, w["weight_hh"], w["bias_hh"]), None
         return _rnn_cell(x_proj, h, w["weight_hh"], w["bias_hh"], self.mode == "RNN_RELU"), None
 
     def _layers(self, x: Tensor, h0: Tensor, c0, run_dir):
@@ -470,10 +339,17 @@ class RNNCellBase(Module):
             raise RuntimeError(f"hidden{'[0]' if isinstance(self, LSTMCell) else ''} has "
                                f"inconsistent hidden_size: got {h.shape[-1]}, expected "
                                f"{hidden_size}")
+        _check_batch(x, h, 0)
         return x, h, batched
 
     def _zeros(self, x: Tensor) -> Tensor:
         return _creation.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+
+
+def _check_batch(x: Tensor, state: Tensor, k: int) -> None:
+    if state._data.shape[0] != x._data.shape[0]:
+        raise RuntimeError(f"Input batch size {x._data.shape[0]} doesn't match hidden{k} batch "
+                           f"size {state._data.shape[0]}")
 
 
 class RNNCell(RNNCellBase):
@@ -507,8 +383,8 @@ class LSTMCell(RNNCellBase):
             h = c = self._zeros(x)
         else:
             c = hx[1] if batched else hx[1].unsqueeze(0)
-        h, c = _lstm_cell(linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
-                          self.bias_hh)
+            _check_batch(x, c, 1)
+        h, c = lstm_step(x, h, c, self.weight_hh, self.bias_hh, self.weight_ih, self.bias_ih)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -522,8 +398,7 @@ class GRUCell(RNNCellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, h, batched = self._prepare(input, hx, self.hidden_size)
         h = self._zeros(x) if h is None else h
-        out = _gru_cell(linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
-                        self.bias_hh)
+        out = gru_step(x, h, self.weight_hh, self.bias_hh, self.weight_ih, self.bias_ih)
         return out if batched else out.squeeze(0)
 
 
