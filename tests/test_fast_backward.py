@@ -88,3 +88,23 @@ def test_gradients_summed_in_the_engine():
     check_plain_equals_graph(lambda x: x * 2 + x.exp() + x.t().t(), _arr(rng, 3, 4))
     x, y = _arr(rng, 3, 4), _arr(rng, 3, 4, dtype=np.float64)
     check_plain_equals_graph(lambda x, y: (x * 3).double() + x.double() * y, x, y)  # dtypes
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["layer", "layer2d", "group", "batch_eval", "instance"])
+def test_norms(dtype, kind):
+    rng = np.random.default_rng(4)
+    F = ember.nn.functional
+    x = _arr(rng, 4, 6, 5, dtype=dtype)
+    w, b = _arr(rng, 6, dtype=dtype), _arr(rng, 6, dtype=dtype)
+    mean, var = _arr(rng, 6, dtype=dtype), np.abs(_arr(rng, 6, dtype=dtype)) + 0.5
+    fns = {
+        "layer": lambda x, w, b: F.layer_norm(x.transpose(1, 2), (6,), w, b),
+        "layer2d": lambda x, w, b: F.layer_norm(x, (6, 5), w[:, None] * ember.ones(6, 5),
+                                                b[:, None] * ember.ones(6, 5)),
+        "group": lambda x, w, b: F.group_norm(x, 3, w, b),
+        "batch_eval": lambda x, w, b: F.batch_norm(x, ember.tensor(mean), ember.tensor(var), w,
+                                                   b, training=False),
+        "instance": lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+    }
+    check_plain_equals_graph(fns[kind], x, w, b)
