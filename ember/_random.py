@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 
 import numpy as np
 
 from ember.compiler import traced
+from ember.compiler.traced import capturing
 
 _DEFAULT_SEED = 67280421310721  # torch's default initial seed
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
@@ -313,14 +315,29 @@ def bernoulli_sample(shape: tuple, p, generator: Generator | None = None) -> np.
     probabilities compare 24-bit floats unless they are float64."""
     n = int(np.prod(shape))
     if type(p) is float and 0.0 <= p <= 1.0:
-        # u = k / 2**53 for the 53-bit integer k, so u < p exactly when k < ceil(p * 2**53):
-        # compare the integers, skipping the conversion to doubles.
-        raw = _gen(generator)._raw(2 * n)
-        k = ((raw[0::2] & np.uint64((1 << 21) - 1)) << np.uint64(32)) | raw[1::2]
-        return (k < np.uint64(math.ceil(p * 2.0 ** 53))).reshape(shape)
+        return _bernoulli_53(_gen(generator)._raw(2 * n), p).reshape(shape)
     p = np.asarray(p)
     u = _gen(generator)._uniform(n, p.ndim == 0 or p.dtype == np.float64)
     return u.reshape(shape) < p
+
+
+def _bernoulli_53(raw: np.ndarray, p: float) -> np.ndarray:
+    """``u < p`` for the doubles ``u = k / 2**53`` that torch builds from pairs of 32-bit words
+    (k: the high word's low 21 bits, then the low word), compared as integers: u < p exactly
+    when k < t = ceil(p * 2**53), that is when hi < t >> 32, or hi == t >> 32 (one pair in
+    two million) and lo < t's low word. The words are read in place as uint32 (no copies)."""
+    words = raw.view(np.uint32)[0 if sys.byteorder == "little" else 1::2]
+    hi, lo = words[0::2] & np.uint32((1 << 21) - 1), words[1::2]
+    t = math.ceil(p * 2.0 ** 53)
+    t_hi, t_lo = np.uint32(t >> 32), np.uint32(t & 0xFFFF_FFFF)
+    keep = hi < t_hi
+    tie = hi == t_hi
+    if capturing():  # ember.compile replays no data-dependent branch
+        keep |= tie & (lo < t_lo)
+    elif tie.any():
+        at = np.flatnonzero(tie)
+        keep[at] = lo[at] < t_lo
+    return keep
 
 
 def normal_sample(shape: tuple, dt: _dtype.dtype, mean: float = 0.0, std: float = 1.0,
