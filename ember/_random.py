@@ -20,6 +20,7 @@ import numpy as np
 from ember.compiler import traced
 from ember.compiler.traced import capturing
 
+VMAP_RANDOMNESS: list = [None]  # the running ember.func.vmap's randomness mode, if any
 _DEFAULT_SEED = 67280421310721  # torch's default initial seed
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 _N = 624  # MT19937's state words
@@ -139,6 +140,10 @@ class Generator:
         rec = traced.ACTIVE[0]  # under ember.compile's capture: a draw the program repeats
         if rec is not None:
             return rec.random(self, "_raw", n)
+        if VMAP_RANDOMNESS[0] == "error":
+            from ember.func._vmap import check_random
+
+            check_random()
         if self._prefix is not None:
             return self._raw_prefixed(n)
         return self._bits.random_raw(n)  # uint64 already: no copy
@@ -166,23 +171,27 @@ class Generator:
         return ((self._raw(n) & np.uint64((1 << 24) - 1)).astype(np.float32)
                 * np.float32(2.0 ** -24))
 
-    def _normal_scalar(self) -> float:
-        """normal_distribution<double>: Box-Muller on two doubles, second value cached."""
-        if self._next_normal is not None:
-            value, self._next_normal = self._next_normal, None
-            return value
-        u1, u2 = self._uniform(2, True)
-        r = np.sqrt(-2.0 * np.log1p(-u2))
-        theta = 2.0 * np.pi * u1
-        self._next_normal = float(r * np.sin(theta))
-        return float(r * np.cos(theta))
+    def _normals(self, n: int) -> np.ndarray:
+        """n draws of normal_distribution<double>, torch's scalar sampler: Box-Muller on pairs
+        of doubles, each pair giving its cos value, then its sin value; an odd one out is cached
+        for the next draw, which takes it first."""
+        head = [] if self._next_normal is None or not n else [self._next_normal]
+        if head:
+            self._next_normal = None
+        pairs = (n - len(head) + 1) // 2
+        u = self._uniform(2 * pairs, True).reshape(pairs, 2)
+        r = np.sqrt(-2.0 * np.log1p(-u[:, 1]))
+        theta = 2.0 * np.pi * u[:, 0]
+        vals = np.stack([r * np.cos(theta), r * np.sin(theta)], axis=1).reshape(-1)
+        if (n - len(head)) % 2:
+            self._next_normal = float(vals[-1])
+        return np.concatenate([head, vals[:n - len(head)]])
 
     def _normal(self, n: int, double: bool, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
         """torch's normal_ kernel: one scalar draw each below 16 elements, else normal_fill
         (Box-Muller over blocks of 16 uniforms; a ragged tail redraws the last 16)."""
         if n < 16:
-            out = np.array([self._normal_scalar() for _ in range(n)], dtype=np.float64)
-            return out * std + mean
+            return self._normals(n) * std + mean
         work = np.float64 if double else np.float32
         data = self._uniform(n, double)
         k = n // 16
@@ -199,13 +208,39 @@ class Generator:
         return (raw % np.uint64(span)).astype(np.int64) + low
 
     def _randperm(self, n: int) -> np.ndarray:
-        """torch's Fisher-Yates: swap i with i + random() % (n - i)."""
-        z = (self._raw(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
-        perm = list(range(n))
-        for i, j in enumerate(z):
-            j += i
-            perm[i], perm[j] = perm[j], perm[i]
-        return np.array(perm, dtype=np.int64)
+        """torch's Fisher-Yates: swap i with i + random() % (n - i), for i < n - 1."""
+        if n < 2:
+            return np.arange(n, dtype=np.int64)
+        z = self._raw(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)
+        return _swapped(z.astype(np.int64) + np.arange(n - 1, dtype=np.int64))
+
+
+def _swapped(target: np.ndarray) -> np.ndarray:
+    """What ``for i: p[i], p[target[i]] = p[target[i]], p[i]`` (target[i] >= i) makes of
+    ``p = arange(len(target) + 1)``, without the loop. Position k ends with the value that
+    position target[k] held before step k: that is the value swapped into target[k] by the
+    latest earlier step with the same target, else its own; and position k, before step k,
+    holds what the latest earlier step aimed at k swapped in, else k. Those links point to
+    earlier steps, so pointer jumping resolves them in log(n) gathers."""
+    n = target.size + 1
+    k = np.arange(n)
+    target = np.append(target, n - 1)  # the last position, as a step that swaps with itself
+    order = np.argsort(target, kind="stable")  # the steps by target, each group in step order
+    grouped = target[order]
+    prev = np.full(n, -1)  # the latest earlier step with the same target
+    same = grouped[1:] == grouped[:-1]
+    prev[order[1:][same]] = order[:-1][same]
+    last = np.full(n, -1)  # the latest step aimed at each position
+    ends = np.append(~same, True)
+    last[grouped[ends]] = order[ends]
+    into = np.where(last == k, prev, last)  # the latest step before k aimed at k
+    held = np.where(into >= 0, into, k)  # what position k holds before step k: follow links
+    while True:
+        nxt = held[held]
+        if np.array_equal(nxt, held):
+            break
+        held = nxt
+    return np.where(target == k, held, np.where(prev >= 0, held[prev], target))
 
 
 def _box_muller16(d: np.ndarray, work, mean: float, std: float) -> np.ndarray:
@@ -305,8 +340,7 @@ def double_uniform_sample(shape: tuple, generator: Generator | None = None) -> n
 def scalar_normal_sample(shape: tuple, generator: Generator | None = None) -> np.ndarray:
     """One ``normal_distribution<double>`` draw per element (Box-Muller, second value cached),
     as torch's log_normal_ kernel draws."""
-    g = _gen(generator)
-    return np.array([g._normal_scalar() for _ in range(int(np.prod(shape)))]).reshape(shape)
+    return _gen(generator)._normals(int(np.prod(shape))).reshape(shape)
 
 
 def bernoulli_sample(shape: tuple, p, generator: Generator | None = None) -> np.ndarray:

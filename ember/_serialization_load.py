@@ -7,7 +7,6 @@ torch. With ``weights_only=True`` (the default) any global outside the allow-lis
 
 from __future__ import annotations
 
-import _compat_pickle
 import codecs
 import io
 import os
@@ -28,6 +27,7 @@ from ember._weights_only_unpickler import (
     add_safe_globals,
     clear_safe_globals,
     get_safe_globals,
+    python3_name,
     safe_globals,
     weights_only_message,
 )
@@ -230,11 +230,7 @@ class _Unpickler(pickle.Unpickler):
         return self._persistent(pid)
 
     def find_class(self, module: str, name: str):
-        # Protocol 2 writes Python 2 names (__builtin__.set, ...); map them as pickle does.
-        if (module, name) in _compat_pickle.NAME_MAPPING:
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        elif module in _compat_pickle.IMPORT_MAPPING:
-            module = _compat_pickle.IMPORT_MAPPING[module]
+        module, name = python3_name(module, name)
         full = f"{module}.{name}"
         if full in self._allowed:
             return self._allowed[full]

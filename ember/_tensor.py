@@ -26,7 +26,7 @@ __all__ = ["Size", "Tensor"]
 class _Aux:
     """Rarely-used per-tensor state, allocated on first use to keep plain tensors light."""
 
-    __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name")
+    __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name", "tangent")
 
     def __init__(self) -> None:
         self.hooks = None
@@ -34,6 +34,7 @@ class _Aux:
         self.retains_grad = False
         self.grad_acc = None
         self.name = None
+        self.tangent = None  # forward-mode AD's tangent at the current dual level
 
 
 # The _aux of a 0-d tensor an op made from a Python number (torch's "wrapped number"): saved
@@ -206,18 +207,6 @@ class Tensor(TensorCasts):
 
     def get_device(self) -> int:
         return -1 if isinstance(self._data, np.ndarray) else 0
-
-    @property
-    def is_sparse(self) -> bool:
-        return False
-
-    @property
-    def is_quantized(self) -> bool:
-        return False
-
-    @property
-    def is_meta(self) -> bool:
-        return False
 
     # --- autograd metadata ---------------------------------------------------------------
     @property
@@ -474,6 +463,12 @@ class Tensor(TensorCasts):
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self._data, self._rg, type(self), self.__dict__ or None))
 
+
+# torch's flags for the devices and layouts an ember tensor is never on or in.
+for _flag in ("is_ipu", "is_maia", "is_meta", "is_mkldnn", "is_mps", "is_mtia", "is_nested",
+              "is_quantized", "is_sparse", "is_sparse_csr", "is_vulkan", "is_xla", "is_xpu"):
+    setattr(Tensor, _flag, property(lambda self: False, doc=f"False: ember has no {_flag[3:]}."))
+del _flag
 
 _NON_LEAF_RG = "you can only change requires_grad flags of leaf variables."
 _NON_LEAF_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "

@@ -134,6 +134,13 @@ def _made_here(load_op):
     return op
 
 
+def python3_name(module: str, name: str) -> tuple:
+    """Protocol 2 writes Python 2 names (``__builtin__.set``, ...): map them as pickle does."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
 class WeightsOnlyUnpickler(_P):
     """Loads a checkpoint's pickle under torch's weights-only rules (see the module docstring).
 
@@ -161,17 +168,17 @@ class WeightsOnlyUnpickler(_P):
         return self._persistent(pid)
 
     def find_class(self, module: str, name: str):
-        # Protocol 2 writes Python 2 names (__builtin__.set, ...); map them as pickle does.
-        if (module, name) in _compat_pickle.NAME_MAPPING:
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        elif module in _compat_pickle.IMPORT_MAPPING:
-            module = _compat_pickle.IMPORT_MAPPING[module]
+        module, name = python3_name(module, name)
         full = f"{module}.{name}"
         if module in _BLOCKED_MODULES:
             raise UnpicklingError(f"Trying to load unsupported GLOBAL {full} whose module "
                                   f"{module} is blocked.")
         if full in self._allowed:
             return self._allowed[full]
+        if module == "torch" or module.startswith("torch."):  # a torch checkpoint naming a
+            twin = "ember" + full[len("torch"):]  # class allow-listed under ember's name
+            if twin in _SAFE_GLOBALS:
+                return _SAFE_GLOBALS[twin]
         self._refuse(full)
         if full.startswith("builtins."):
             full = full[len("builtins."):]

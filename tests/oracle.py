@@ -7,11 +7,12 @@ and compares the inputs' gradients. ``check_error`` compares exception types.
 ``same(fn)`` compares what ``fn(ember)`` and ``fn(torch)`` print, or the exceptions they raise.
 ``fd_check`` / ``gradgrad_check`` compare ember's gradients with float64 central differences.
 ``grad_fn_names`` gives the node names of an output and of its gradient, for comparing.
+Every ``check`` also compares what backward saves, for each choice of inputs requiring grad
+(``saved_oracle.check_saved``).
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
@@ -130,57 +131,10 @@ def check(fn, *inputs, grad: bool = True, atol=1e-5, rtol=1e-4, check_dtype: boo
                 continue
             assert eg is not None, f"grad of input {i} is None in ember"
             assert_same(eg, tg, atol * 10, rtol * 10, check_dtype, what=f"grad of input {i}")
-    check_saved(fn, inputs, need, atol, rtol, check_dtype)
+    from saved_oracle import check_saved
+
+    check_saved(fn, inputs, need, atol, rtol, check_dtype, seed)
     return eo, to
-
-
-def _count_saved(lib, fn, inputs, need):
-    """How many tensors ``fn`` packs for backward through saved_tensors_hooks when exactly the
-    inputs flagged in ``need`` require grad; the outputs and the inputs."""
-    # copies: fn may write into inputs that do not require grad
-    ts = [(to_ember if lib is ember else to_torch)(
-        a.copy(order="K") if isinstance(a, np.ndarray) else a) for a in inputs]
-    for t, n in zip(ts, need):
-        if n:
-            t.requires_grad_(True)
-    count = [0]
-
-    def pack(t):
-        count[0] += 1
-        return t
-
-    with lib.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = fn(lib, *ts)
-    return count[0], out, ts
-
-
-SAVED_LOG = os.environ.get("EMBER_SAVED_LOG")
-
-
-def check_saved(fn, inputs, need, atol, rtol, check_dtype) -> None:
-    """For each way of choosing which of the grad-able inputs require grad, ember packs as
-    many tensors for backward as torch (it saves only what the gradients that will run need),
-    and backward through that graph gives torch's gradients."""
-    idx = [i for i, n in enumerate(need) if n]
-    for mask in range(1, 2 ** len(idx)):
-        sub = [False] * len(inputs)
-        for b, i in enumerate(idx):
-            sub[i] = bool(mask >> b & 1)
-        try:
-            nt, to, tt = _count_saved(torch, fn, inputs, sub)
-        except Exception:  # noqa: BLE001 - fn is not meant for this choice of inputs
-            continue
-        try:
-            ne, eo, et = _count_saved(ember, fn, inputs, sub)
-        except Exception as exc:  # noqa: BLE001
-            ne = repr(exc)
-        if ne != nt and SAVED_LOG:
-            with open(SAVED_LOG, "a") as f:
-                names = [type(o.grad_fn).__name__ for o in _flat(to)
-                         if isinstance(o, torch.Tensor) and o.grad_fn is not None]
-                f.write(f"{os.environ.get('PYTEST_CURRENT_TEST')}\t{sub}\t{names}\t{ne}\t{nt}\n")
 
 
 def check_error(fn, *inputs, match: str | None = None):

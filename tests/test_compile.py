@@ -317,3 +317,46 @@ def test_seeded_training_compiled_equals_eager(kind):
     np.testing.assert_allclose(cl, el, rtol=1e-5, atol=1e-6)
     for a, b in zip(cp, ep):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_results_of_earlier_calls_are_never_overwritten():
+    """Intermediates live in buffers the program keeps between calls; what a call returns
+    or saves for backward never does."""
+    w = ember.randn(6, 6, requires_grad=True)
+    f = ember.compile(lambda x: ((x @ w).relu() * 2 + 1).tanh())
+    xs = [ember.randn(4, 6) for _ in range(4)]
+    outs = [f(x) for x in xs]
+    for x, out in zip(xs, outs):
+        np.testing.assert_array_equal(out.detach().numpy(),
+                                      ((x @ w).relu() * 2 + 1).tanh().detach().numpy())
+    for out in outs[1:]:
+        out.sum().backward()  # each backward reads its own call's saved values
+    g = w.grad.numpy().copy()
+    w.grad = None
+    for x in xs[1:]:
+        ((x @ w).relu() * 2 + 1).tanh().sum().backward()
+    np.testing.assert_allclose(g, w.grad.numpy(), rtol=1e-6)
+
+
+def test_dynamo_and_compiler_namespaces():
+    import torch
+
+    assert ember._dynamo.config.recompile_limit == torch._dynamo.config.recompile_limit == 8
+    assert set(ember.compiler.list_backends()) >= {"inductor", "cudagraphs"}
+    f = ember.compile(lambda x: ember.compiler.disable(lambda y: y * 2)(x) + 1)
+    g = ember.compile(lambda x: (ember._dynamo.graph_break(), x + 1)[1])
+    for _ in range(3):
+        assert f(ember.ones(2)).tolist() == [3.0, 3.0] and g(ember.ones(1)).tolist() == [2.0]
+    assert "compiler.disable" in compiled_function_of(f).breaks[0]
+    assert "graph_break" in compiled_function_of(g).breaks[0]
+    ember._dynamo.config.cache_size_limit = 2
+    try:
+        h = ember.compile(lambda x: x + 1)
+        for n in range(1, 6):
+            h(ember.ones(n))
+        assert len(compiled_function_of(h).cache) == 2
+    finally:
+        ember._dynamo.config.recompile_limit = 8
+    assert not ember.compiler.is_compiling()
+    ember.compiler.reset()
+    assert not compiled_function_of(f).cache

@@ -47,40 +47,42 @@ def test_linear_weight_gradient_is_stolen_not_copied():
     assert g.flags.c_contiguous and g.base is not None  # the GEMM's own result, transposed
 
 
-STEPS = [(projected, bias) for projected in (True, False) for bias in (True, False)]
+def _cell(kind: str, bias: bool):
+    """``nn.<kind>`` (3 -> 4) with its parameters given as inputs: ``fn(x, h, c, *params)``."""
+    def fn(x, h, c, *params):
+        cell = getattr(ember.nn, kind)(3, 4, bias=bias, dtype=x.dtype)
+        names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")[:len(params)]
+        for name, t in zip(names, params):
+            delattr(cell, name)
+            setattr(cell, name, t)
+        if kind == "LSTMCell":
+            h1, c1 = cell(x, (h, c))
+            return h1 * 2 + c1
+        return cell(x, h) + c
+    return fn
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("projected,bias", STEPS)
-@pytest.mark.parametrize("use", ["h", "c", "both"])
-def test_lstm_step(dtype, projected, bias, use):
-    from ember.nn.modules._rnn_cells import lstm_step
-
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("kind,gates", [("LSTMCell", 4), ("GRUCell", 3), ("RNNCell", 1)])
+def test_cells(dtype, bias, kind, gates):
     rng = np.random.default_rng(1)
-    n_in = 16 if projected else 3
-
-    def fn(x, h, c, w_hh, b_hh, w_ih, b_ih):
-        h1, c1 = lstm_step(x, h, c, w_hh, b_hh if bias else None,
-                           None if projected else w_ih, b_ih if bias else None)
-        return {"h": h1, "c": c1, "both": h1 * 2 + c1}[use]
-
-    shapes = [(2, n_in), (2, 4), (2, 4), (16, 4), (16,), (16, 3), (16,)]
-    check_plain_equals_graph(fn, *(_arr(rng, *s, dtype=dtype) for s in shapes))
+    shapes = [(2, 3), (2, 4), (2, 4), (4 * gates, 3), (4 * gates, 4)]
+    shapes += [(4 * gates,), (4 * gates,)] if bias else []
+    check_plain_equals_graph(_cell(kind, bias), *(_arr(rng, *s, dtype=dtype) for s in shapes))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("projected,bias", STEPS)
-def test_gru_step(dtype, projected, bias):
-    from ember.nn.modules._rnn_cells import gru_step
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_layers(kind):
+    rng = np.random.default_rng(5)
+    ember.manual_seed(0)
+    layer = getattr(ember.nn, kind)(3, 4, num_layers=2, bidirectional=True)
 
-    rng = np.random.default_rng(2)
+    def fn(x, h):
+        out, _ = layer(x, (h, h * 0.5) if kind == "LSTM" else h)
+        return out
 
-    def fn(x, h, w_hh, b_hh, w_ih, b_ih):
-        return gru_step(x, h, w_hh, b_hh if bias else None, None if projected else w_ih,
-                        b_ih if bias else None)
-
-    shapes = [(2, 12 if projected else 3), (2, 4), (12, 4), (12,), (12, 3), (12,)]
-    check_plain_equals_graph(fn, *(_arr(rng, *s, dtype=dtype) for s in shapes))
+    check_plain_equals_graph(fn, _arr(rng, 5, 2, 3), _arr(rng, 4, 2, 4))
 
 
 def test_gradients_summed_in_the_engine():

@@ -118,3 +118,74 @@ def test_matmul_saves_each_operand_for_the_other(need):
         counts[lib.__name__] = sorted(shapes)
     assert counts["ember"] == counts["torch"]
     assert counts["ember"] == sorted([(4, 3)] * need[1] + [(3, 2)] * need[0])
+
+
+def test_harness_fails_when_ember_saves_what_torch_does_not(monkeypatch):
+    """oracle.check is strict: a save torch does not make fails the test."""
+    from oracle import check
+
+    from ember.ops.pointwise import Mul
+
+    monkeypatch.setattr(Mul, "save_for", None)  # save both operands whatever needs grad
+    with pytest.raises(AssertionError, match="ember saves 2 tensors for backward, torch 1"):
+        check(lambda m, x, w: x * w, arr(3), arr(3))
+
+
+def test_harness_runs_backward_for_each_choice_of_inputs(monkeypatch):
+    """A plan that skips what a gradient reads is caught by the per-subset backward."""
+    from oracle import check
+
+    from ember.ops.pointwise import Mul
+
+    monkeypatch.setattr(Mul, "save_for", ((0,), (1,)))  # each operand for its own gradient
+    with pytest.raises((TypeError, AttributeError)):
+        check(lambda m, x, w: x * w, arr(3), arr(3))
+
+
+@pytest.mark.parametrize("need", [(True, False), (False, True)])
+def test_unsaved_entries_read_as_none_like_torch(need):
+    def saved(lib):
+        x = lib.randn(3, requires_grad=need[0])
+        w = lib.randn(3, requires_grad=need[1])
+        node = (x * w).grad_fn
+        return node._saved_self is None, node._saved_other is None
+
+    assert saved(ember) == saved(torch) == (not need[1], not need[0])
+
+
+@pytest.mark.parametrize("op", [
+    lambda lib, x: x.sort(1), lambda lib, x: x.max(1), lambda lib, x: x.topk(2),
+    lambda lib, x: x.cummax(1), lambda lib, x: lib.nn.functional.max_pool1d(
+        x.unsqueeze(0), 2, return_indices=True)])
+def test_saved_indices_are_version_checked_like_torch(op):
+    """Value-selecting ops save their indices output: writing into it breaks backward."""
+    messages = []
+    for lib in (torch, ember):
+        x = lib.tensor(arr(3, 4), requires_grad=True)
+        values, indices = op(lib, x)
+        indices.zero_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation") as info:
+            values.sum().backward()
+        messages.append(str(info.value).split(";")[0].split(": ")[-1])
+    assert messages[0].replace("torch.", "") == messages[1].replace("ember.", "")
+
+
+def _cell(kind: str):
+    """``nn.<kind>`` (3 -> 4) run with its parameters given as inputs."""
+    def fn(m, x, h, wi, wh, bi, bh):
+        c = getattr(m.nn, kind)(3, 4)
+        for name, t in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), (wi, wh, bi, bh)):
+            delattr(c, name)
+            setattr(c, name, t)
+        return c(x, (h, h * 0.5) if kind == "LSTMCell" else h)
+    return fn
+
+
+@pytest.mark.parametrize("kind,gates", [("RNNCell", 1), ("LSTMCell", 4), ("GRUCell", 3)])
+def test_fused_cells_save_what_torchs_composite_cells_save(kind, gates):
+    """ember fuses a cell's gate math into one node; it saves what torch's CPU composite saves,
+    for every choice of inputs requiring grad (oracle.check), and backward matches."""
+    from oracle import check
+
+    check(_cell(kind), arr(2, 3), arr(2, 4), arr(gates * 4, 3), arr(gates * 4, 4),
+          arr(gates * 4), arr(gates * 4), atol=1e-5)

@@ -13,6 +13,8 @@ import itertools
 import threading
 from collections.abc import Sequence
 
+import numpy as np
+
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import warn_forward_trace
 from ember.autograd.grad_mode import STATE
@@ -116,8 +118,13 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     results = [None] * (len(inputs) if inputs is not None else 0)
     prev = STATE.enabled
     STATE.enabled = create_graph
+    callbacks: list = []
     _TASKS.stack.append((next(_task_ids), nodes, runs,
-                         {n for n, _ in capture} if capture else ()))
+                         {n for n, _ in capture} if capture else (), callbacks))
+    # Gradient formulas meet inf * 0 and the like (relu of an lp_pool's zero window): torch
+    # gives inf / NaN silently, so NumPy must not warn.
+    quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")
+    quiet.__enter__()  # (a with block would re-indent the loop; this costs ~1 us per backward)
     try:
         while ready:
             node = heapq.heappop(ready)[2]
@@ -144,7 +151,10 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     deps[nxt] = d
                     if d == 0:
                         heapq.heappush(ready, (-nxt._seq, tick(), nxt))
+        while callbacks:  # a callback may queue another, as in torch
+            callbacks.pop(0)()
     finally:
+        quiet.__exit__(None, None, None)
         STATE.enabled = prev
         _TASKS.stack.pop()
     return results
@@ -152,7 +162,8 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
 
 class _Tasks(threading.local):
     def __init__(self) -> None:
-        self.stack: list = []  # (id, reachable nodes, nodes that run or None, captured nodes)
+        # (id, reachable nodes, nodes that run or None, captured nodes, final callbacks)
+        self.stack: list = []
 
 
 _TASKS = _Tasks()
@@ -169,10 +180,18 @@ def will_engine_execute_node(node) -> bool:
     if not _TASKS.stack:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward "
                            "pass")
-    _, nodes, runs, captured = _TASKS.stack[-1]
+    _, nodes, runs, captured, _ = _TASKS.stack[-1]
     if runs is None:
         return node in nodes
     return node in runs or node in captured
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once the running backward pass has finished all its nodes (torch's
+    ``Variable._execution_engine.queue_callback``; DDP waits for its all-reduces there)."""
+    if not _TASKS.stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _TASKS.stack[-1][4].append(callback)
 
 
 def _captures(inputs, accumulate: bool) -> dict:

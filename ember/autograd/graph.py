@@ -11,6 +11,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ember.autograd import forward_ad
 from ember.utils.hooks import RemovableHandle
 
 _seq = itertools.count()
@@ -115,8 +116,12 @@ class Node:
     def _unpack_output(self, data, vc, version, nr):
         from ember._tensor import Tensor
 
-        t = Tensor._make(data, self, nr)
+        t = Tensor._make(data, self, nr) if nr >= 0 else Tensor._make(data)  # -1: indices
         t._vc = vc
+        if forward_ad.LEVEL[0] is not None:  # a saved output keeps its tangent
+            tangent = self.__dict__.get("_out_tangents", {}).get(nr)
+            if tangent is not None:
+                forward_ad.set_tangent(t, tangent)
         if vc[0] != version:
             raise RuntimeError(_inplace_message(t, version, self))
         return t

@@ -38,6 +38,42 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'ember.compiler' has no attribute '{name}'")
 
 
+def compile(*args, **kwargs):  # noqa: A001 - torch.compiler.compile
+    """``ember.compile``."""
+    from ember._compile import compile as compile_
+
+    return compile_(*args, **kwargs)
+
+
+def list_backends(exclude_tags: tuple = ("debug", "experimental")) -> list:
+    from ember._compile import list_backends as backends
+
+    return backends(exclude_tags)
+
+
+def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
+    """Run ``fn`` eagerly: called while a function is captured, it breaks the graph (that
+    signature runs eagerly), as torch.compiler.disable does. Usable as a decorator."""
+    import functools
+
+    from ember.compiler import traced
+
+    if fn is None:
+        return lambda f: disable(f, recursive, reason=reason)
+
+    @functools.wraps(fn)
+    def eager(*args, **kwargs):
+        if traced.ACTIVE[0] is not None:
+            raise GraphBreak(f"{getattr(fn, '__qualname__', fn)} is marked "
+                             f"compiler.disable{f' ({reason})' if reason else ''}")
+        return fn(*args, **kwargs)
+    return eager
+
+
+def cudagraph_mark_step_begin() -> None:
+    """A no-op: ember records no CUDA graphs on the CPU."""
+
+
 def reset() -> None:
     """Forget every captured program (torch.compiler.reset)."""
     for ref in _COMPILED:
@@ -53,5 +89,9 @@ def is_compiling() -> bool:
     return traced.ACTIVE[0] is not None
 
 
-__all__ = ["CompiledFunction", "ExplainOutput", "GraphBreak", "Unsupported", "explain",
-           "is_compiling", "reset", "show_code"]
+is_dynamo_compiling = is_compiling
+
+
+__all__ = ["CompiledFunction", "ExplainOutput", "GraphBreak", "Unsupported", "compile",
+           "cudagraph_mark_step_begin", "disable", "explain", "is_compiling",
+           "is_dynamo_compiling", "list_backends", "reset", "show_code"]

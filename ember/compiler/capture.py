@@ -42,7 +42,9 @@ class Recorder:
     def _new_name(self, hint: str) -> str:
         n = self.names.get(hint, 0)
         self.names[hint] = n + 1
-        return f"{hint}{n}" if n or hint[-1].isdigit() or hint in _RESERVED else hint
+        if hint[-1].isdigit():
+            return f"{hint}_{n}" if n else hint
+        return f"{hint}{n}" if n or hint in _RESERVED else hint
 
     def placeholder(self, array, hint: str) -> Traced:
         """A program input: returns the Traced view the captured code computes with."""
@@ -132,8 +134,13 @@ class Recorder:
         return res
 
     def fresh(self, arr) -> Traced:
-        """An array the captured code made from Python data (``np.array([...])``): in the
-        program, a copy of a constant, so that whatever is done to it is recorded."""
+        """An array the captured code made from Python data (``np.array([...])``), handed
+        out Traced so that what is done to it is recorded. A scalar stays a constant (a write
+        into it is a graph break); a table is, in the program, a copy of a constant, so that
+        writes into it are replayed on a new copy each time."""
+        if arr.size <= 1:
+            const = self.value_of(arr.copy())
+            return self._register(arr.view(Traced), const)
         const = self.value_of(arr.copy())
         v = Value(self._new_name("table"), arr.shape, arr.dtype)
         v.storage = v

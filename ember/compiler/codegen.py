@@ -91,6 +91,8 @@ def _call(node: Node, namer: _Namer) -> str:
         return f"{_numpy_name(kind[1], namer, 'fn')}({', '.join(args)})"
     if kind[0] == "random":
         return f"{namer.bind(kind[1], 'generator')}.{kind[2]}({', '.join(args)})"
+    if kind[0] == "alias":  # an allocation that became a persistent buffer
+        return args[0]
     self_, rest = args[0], args[1:]
     if kind[1] == "__getitem__":
         return f"{self_}[{rest[0]}]"

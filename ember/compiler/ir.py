@@ -39,7 +39,8 @@ class Value:
 @dataclass(eq=False)
 class Node:
     """One recorded call. ``kind`` is ("ufunc", ufunc, method), ("function", fn),
-    ("method", name) or ("random", generator, method); ``outputs`` are the Values it makes
+    ("method", name), ("random", generator, method), or ("alias",) (a persistent buffer
+    standing for an allocation, see ``passes``); ``outputs`` are the Values it makes
     (a tuple when the call returns several); ``writes`` the Values it writes in place."""
 
     kind: tuple

@@ -5,6 +5,8 @@ replay them on later calls.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ember.autograd.grad_mode import STATE, enable_grad
@@ -47,6 +49,12 @@ class _Leaf:
         self.i = i
 
 
+def leaves_of(args, kwargs) -> list:
+    leaves: list = []
+    _flatten((args, kwargs), leaves)
+    return leaves
+
+
 def _ident(name: str) -> str:
     out = "".join(ch if ch.isalnum() else "_" for ch in name)
     return out if out[:1].isalpha() else f"p_{out}"
@@ -58,6 +66,8 @@ class Program:
 
     def __init__(self, cf, forward, fw_source, backward, bw_source, meta: dict) -> None:
         self.cf = cf
+        # The programs' persistent buffers are shared by every call: one replay at a time.
+        self.lock = threading.Lock()
         self.forward, self.fw_source = forward, fw_source
         self.backward, self.bw_source = backward, bw_source
         self.__dict__.update(meta)
@@ -67,6 +77,12 @@ class Program:
         if self.bw_source:
             parts.append(self.bw_source)
         return "\n\n".join(parts)
+
+    def run_backward(self, grads: list, saved: tuple) -> tuple:
+        """The backward program on the engine's gradients for the outputs."""
+        arrays = self.upstream(grads)
+        with self.lock:
+            return self.backward(*arrays, *saved)
 
     def upstream(self, grads: list) -> list:
         """The backward program's gradient inputs: contiguous arrays, zeros where none came."""
@@ -85,7 +101,8 @@ class Program:
 
         inputs = leaves + [t for _, t in roots]
         states = [(g, g._snapshot()) for g in self.generators] if self.generators else None
-        outs, saved = self.forward(*[t._data for t in inputs])
+        with self.lock:
+            outs, saved = self.forward(*[t._data for t in inputs])
         for i in self.written:
             inputs[i]._vc[0] += 1
         node = None
@@ -137,8 +154,12 @@ class _Rerun:
 def build(cf, args, kwargs, roots) -> Program:
     """Capture ``cf.fn`` on these arguments and build its program (or raise GraphBreak)."""
     why = guards.has_hooks(cf, roots)
+    if any(not isinstance(t._data, np.ndarray) for t in [*leaves_of(args, kwargs),
+                                                            *(t for _, t in roots)]):
+        why = "cuda tensors: ember.compile's GPU code generation is not built yet"
     if why:
-        raise GraphBreak(f"hooks run Python that a program cannot replay: {why}")
+        raise GraphBreak(why if why.startswith("cuda") else
+                         f"hooks run Python that a program cannot replay: {why}")
     names = {id(m): f"{prefix[:-1]} ({type(m).__name__})" if prefix else type(m).__name__
              for m, prefix, _, _ in cf.plan.modules}
     rec = Recorder(names)
@@ -165,11 +186,15 @@ def build(cf, args, kwargs, roots) -> Program:
         rec.rollback()
     meta["generators"] = [g for g, _ in rec.generators.values()]
     fw_graph, bw_graph, saved = meta.pop("graphs")
-    passes.prune(fw_graph, saved)
+    for graph, keep in ((fw_graph, (*fw_graph.outputs, *saved)),
+                        (bw_graph, tuple(bw_graph.outputs) if bw_graph else ())):
+        if graph is not None:
+            passes.prune(graph, keep)
+            passes.reuse_dead_inputs(graph, keep)
+            passes.persistent_buffers(graph, keep)
     forward, fw_source = compile_graph(fw_graph, "forward", saved)
     backward = bw_source = None
     if bw_graph is not None:
-        passes.prune(bw_graph, ())
         backward, bw_source = compile_graph(bw_graph, "backward")
     prog = Program(cf, forward, fw_source, backward, bw_source, meta)
     prog.n_ops = len(fw_graph.nodes) + (len(bw_graph.nodes) if bw_graph else 0)

@@ -19,8 +19,13 @@ from ember.compiler import guards
 from ember.compiler.program import Program, build
 from ember.compiler.traced import GraphBreak
 
-RECOMPILE_LIMIT = 8
 _log = logging.getLogger("ember._dynamo")
+
+
+def _limit() -> int:
+    from ember._dynamo import config
+
+    return config.recompile_limit
 
 
 class Unsupported(RuntimeError):
@@ -56,7 +61,7 @@ class CompiledFunction:
         if type(entry) is Program:
             return entry.run(args, kwargs, leaves, roots)
         if entry is None:
-            if len(self.cache) >= RECOMPILE_LIMIT:
+            if len(self.cache) >= _limit():
                 return self._over_limit(args, kwargs)
             self.cache[key] = _WARMUP
             return self.fn(*args, **kwargs)
@@ -90,7 +95,7 @@ class CompiledFunction:
                 'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
                 "To diagnose recompilation issues, see "
                 "https://pytorch.org/docs/main/torch.compiler_troubleshooting.html",
-                RECOMPILE_LIMIT, where)
+                _limit(), where)
         self.recompiles += 1
         return self.fn(*args, **kwargs)
 
@@ -117,8 +122,7 @@ class CompiledFunctionBackward(Node):
             raise RuntimeError(SECOND_BACKWARD)
         if STATE.enabled:  # create_graph: differentiate the region eagerly instead
             return self.rerun(grads)
-        arrays = self.program.upstream(grads)
-        res = self.program.backward(*arrays, *self.saved_values)
+        res = self.program.run_backward(grads, self.saved_values)
         return tuple(None if r is None else Tensor._make(r) for r in res)
 
     def _release(self) -> None:

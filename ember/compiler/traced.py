@@ -73,21 +73,36 @@ def _reader(name: str):
 
 
 def _data_read(a, name: str):
-    raise GraphBreak(f"data-dependent Python: the value of a tensor was read ({name}) in "
-                     f"{ACTIVE[0].where()} at {caller()}")
+    raise GraphBreak(f"data-dependent Python: the value of a tensor was read ({name}) "
+                     f"{_place()}")
+
+
+def _place() -> str:
+    where = ACTIVE[0].where()
+    return f"in {where} at {caller()}" if where else f"at {caller()}"
 
 
 def caller() -> str:
-    """file:line of the innermost frame outside the compiler and NumPy (for break reasons)."""
+    """Where the captured code stands: the innermost frame outside ember (the user's line),
+    and, when that is not where the data was read, the innermost frame inside ember."""
     import os
     import sys
 
-    frame = sys._getframe(1)
+    ember_dir = os.path.dirname(os.path.dirname(__file__))
     skip = (os.path.dirname(__file__), os.path.dirname(np.__file__))
-    while frame is not None and frame.f_code.co_filename.startswith(skip):
+    frame, inner = sys._getframe(1), None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(skip):
+            if not name.startswith(ember_dir):
+                break
+            inner = inner or frame
         frame = frame.f_back
-    if frame is None:
-        return "?"
+    where = "?" if frame is None else _frame(frame)
+    return where if inner is None else f"{where}, via {_frame(inner)}"
+
+
+def _frame(frame) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
 
 
@@ -199,8 +214,7 @@ def refuse(what: str) -> None:
     """Under a capture, break the graph: ``what`` hands tensor data to Python (printing a
     tensor, ``Tensor.numpy()``)."""
     if ACTIVE[0] is not None:
-        raise GraphBreak(f"{what} hands tensor data to Python, in {ACTIVE[0].where()} at "
-                         f"{caller()}")
+        raise GraphBreak(f"{what} hands tensor data to Python, {_place()}")
 
 
 def check(fn, *arrays) -> None:

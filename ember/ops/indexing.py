@@ -15,6 +15,7 @@ import numpy as np
 
 from ember._backend import add_at
 from ember._tensor import Tensor
+from ember.autograd.forward_ad import LEVEL as DUAL
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.compiler.traced import check
@@ -65,14 +66,24 @@ class Slice(Op):
         return IndexGrad.apply(g, key=(((1, ctx.dim, ctx.sl),), None), shape=ctx.shape)
 
 
+def key_arrays(key: tuple) -> tuple:
+    """The index tensors torch saves for a key (``(steps, adv)``, or ``(steps, adv, arrays)``
+    when a parsed key kept torch's own: one per integer index, mask or bool)."""
+    if len(key) > 2:
+        return key[2]
+    return tuple(a for a in key[1] or () if isinstance(a, np.ndarray))
+
+
 class Index(Op):
-    """``x[steps][adv]`` as one copying op; ``key = (steps, adv)``."""
+    """``x[steps][adv]`` as one copying op; ``key = (steps, adv[, arrays])``. Saves the index
+    tensors, as torch (backward reads the parsed key)."""
 
     node_name = "IndexBackward0"
 
     @staticmethod
     def forward(ctx, x, key=None, accumulate=True):
         ctx.shape, ctx.key, ctx.accumulate = x.shape, key, accumulate
+        ctx.save_extra(*key_arrays(key))
         a = _np_steps(x, key[0])
         return a[key[1]] if key[1] is not None else a.copy()
 
@@ -89,6 +100,7 @@ class IndexGrad(Op):
     @staticmethod
     def forward(ctx, g, key=None, shape=None, accumulate=False):
         ctx.key, ctx.accumulate = key, accumulate
+        ctx.save_extra(*key_arrays(key))
         out = np.zeros(shape, dtype=g.dtype, like=g)
         target = _np_steps(out, key[0])
         if key[1] is None:
@@ -112,6 +124,7 @@ class ZeroAt(Op):
     @staticmethod
     def forward(ctx, g, key=None):
         ctx.key = key
+        ctx.save_extra(*key_arrays(key))
         out = g.copy()
         target = _np_steps(out, key[0])
         if key[1] is None:
@@ -186,20 +199,22 @@ def _items(key: tuple) -> tuple:
 
 
 def _parse(shape: tuple, key) -> tuple:
-    """Torch's reading of ``key``: (basic steps, advanced index dict {dim: array}, any ints)."""
+    """Torch's reading of ``key``: (basic steps, advanced index dict {dim: array}, any ints,
+    the index tensors torch keeps: one per integer array, mask or bool)."""
     items, used = _items(_as_tuple(key))
     ndim = len(shape)
     if used > ndim:
         raise IndexError(_ZERO_DIM if ndim == 0 else
                          f"too many indices for tensor of dimension {ndim}")
     shape = list(shape)
-    steps, adv, ints, dim, seen_ellipsis = [], {}, False, 0, False
+    steps, adv, ints, dim, seen_ellipsis, arrays = [], {}, False, 0, False, []
     for k in items:
         if k is None or isinstance(k, bool):
             steps.append((2, dim, None))
             shape.insert(dim, 1)
             if k is not None:  # x[True] / x[False]: a new dim indexed by [0] / []
                 adv[dim] = np.zeros(1 if k else 0, np.int64)
+                arrays.append(adv[dim])
             dim += 1
         elif k is Ellipsis:
             dim += 0 if seen_ellipsis else ndim - used
@@ -216,16 +231,18 @@ def _parse(shape: tuple, key) -> tuple:
             dim += 1
         elif k.dtype == np.bool_:
             _check_mask(k, shape, dim)
+            arrays.append(k)
             for j, nz in enumerate(np.nonzero(k)):
                 adv[dim + j] = nz
             dim += k.ndim
         else:
             _check_array(k, shape[dim], dim)
             adv[dim] = k.astype(np.int64, copy=False)
+            arrays.append(adv[dim])
             ints = True
             dim += 1
     _check_broadcast(adv)
-    return tuple(steps), adv, ints
+    return tuple(steps), adv, ints, tuple(arrays)
 
 
 def _wrap_index(k: int, size: int, dim: int) -> int:
@@ -290,19 +307,19 @@ def getitem(x: Tensor, key) -> Tensor:
         if not -shape[0] <= key < shape[0]:
             raise IndexError(f"index {key} is out of bounds for dimension 0 with size "
                              f"{shape[0]}")
-        if x._rg and STATE.enabled:
+        if x._rg and STATE.enabled or DUAL[0] is not None:
             return Select.apply(x, dim=0, index=key % shape[0])
         return _plain_view(x, x._data[key, ...])
     if tk is slice and (key.step is None or key.step > 0) and x._data.ndim:  # fast path: x[a:b]
-        if x._rg and STATE.enabled:
+        if x._rg and STATE.enabled or DUAL[0] is not None:
             return Slice.apply(x, dim=0, sl=key)
         return _plain_view(x, x._data[key])
     if key is Ellipsis:
         return Alias.apply(x) if x._rg else x._alias()
     if tk is Tensor and key._data.dtype == np.bool_ and key._data.shape == x._data.shape and \
-            key._data.ndim and not (x._rg and STATE.enabled):  # fast path: x[mask]
+            key._data.ndim and not (x._rg and STATE.enabled) and DUAL[0] is None:  # x[mask]
         return Tensor._make(x._data[key._data])
-    steps, adv, ints = _parse(x._data.shape, key)
+    steps, adv, ints, arrays = _parse(x._data.shape, key)
     out = x
     for kind, dim, arg in steps:
         if kind == 0:
@@ -312,7 +329,7 @@ def getitem(x: Tensor, key) -> Tensor:
         else:
             out = Unsqueeze.apply(out, dim=dim)
     if adv:
-        return Index.apply(out, key=((), _adv_key(adv)), accumulate=ints)
+        return Index.apply(out, key=((), _adv_key(adv), arrays), accumulate=ints)
     return out if out is not x else (Alias.apply(x) if x._rg else x._alias())
 
 

@@ -13,7 +13,7 @@ from ember._backend import add_at
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.ops.indexing import Index, ZeroAt, _adv_key, _np_steps, _parse
+from ember.ops.indexing import Index, ZeroAt, _adv_key, _np_steps, _parse, key_arrays
 from ember.ops.shape_strided import AsStrided
 
 
@@ -42,13 +42,15 @@ def _assign(target: np.ndarray, adv, v: np.ndarray, accumulate: bool = False) ->
 
 
 class IndexPut(Op):
-    """``x[key] = v`` (or ``+=`` with ``accumulate``) recorded in the graph."""
+    """``x[key] = v`` (or ``+=`` with ``accumulate``) recorded in the graph; saves the index
+    tensors, as torch."""
 
     node_name = "IndexPutBackward0"
 
     @staticmethod
     def forward(ctx, x, v, key=None, accumulate=False):
         ctx.key, ctx.vshape, ctx.accumulate = key, v.shape, accumulate
+        ctx.save_extra(*key_arrays(key))
         _assign(_np_steps(x, key[0]), key[1], v, accumulate)
         return x
 
@@ -87,12 +89,13 @@ def _value(x: Tensor, value) -> Tensor:
 
 
 def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = False,
-             copy_slices: bool = False, op=None) -> Tensor:
+             copy_slices: bool = False, op=None, arrays: tuple | None = None) -> Tensor:
     """Write ``v`` into ``x[steps][adv]`` in place, recording the write for autograd (as ``op``,
-    by default IndexPut, or CopySlices for a basic key when ``copy_slices``)."""
+    by default IndexPut, or CopySlices for a basic key when ``copy_slices``); ``arrays``: the
+    index tensors torch saves for the write (by default, those of ``adv``)."""
     from ember.ops.inplace import check_inplace
 
-    key = (steps, _adv_key(adv))
+    key = (steps, _adv_key(adv)) if arrays is None else (steps, _adv_key(adv), arrays)
     check_inplace(x)
     if not (STATE.enabled and (x._rg or v._rg)):
         _assign(_np_steps(x._data, steps), key[1], v._data, accumulate)
@@ -107,7 +110,7 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
                 "view is the output of a function that returns multiple views. Such functions do "
                 "not allow the output views to be modified inplace. You should replace the "
                 "inplace operation by an out-of-place one.")
-        return _write_through_view(x, base, steps, key[1], v, accumulate)
+        return _write_through_view(x, base, steps, key[1:], v, accumulate)
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
     # torch: a write through a view of x (any basic step) rebases x onto CopySlices.
@@ -141,7 +144,7 @@ def _region(xa: np.ndarray, ba: np.ndarray):
     return off // isz, xa.shape, tuple(s // isz for s in xa.strides)
 
 
-def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv, v: Tensor,
+def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv: tuple, v: Tensor,
                         accumulate: bool) -> Tensor:
     """An autograd-recorded write into a view: as torch, the base's history is rebased onto a
     CopySlices node and the view becomes an as_strided view of the new base."""
@@ -151,7 +154,7 @@ def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv, v: Tensor,
                                   "that requires grad are not supported; write into the base")
     src = Tensor._make(base._data, base._grad_fn, base._output_nr)
     src._rg = base._rg
-    res = CopySlices.apply(src, v, key=(((3, None, region), *steps), adv),
+    res = CopySlices.apply(src, v, key=(((3, None, region), *steps), *adv),
                            accumulate=accumulate)
     base._grad_fn, base._output_nr, base._rg = res._grad_fn, 0, True
     x._vc[0] += 1
@@ -171,8 +174,8 @@ def setitem(x: Tensor, key, value) -> None:
     if not (STATE.enabled and (x._rg or (type(value) is Tensor and value._rg))) and \
             _fast_set(x, key, value):
         return
-    steps, adv, _ = _parse(x._data.shape, key)
-    write_at(x, steps, adv, _value(x, value), copy_slices=True)
+    steps, adv, _, arrays = _parse(x._data.shape, key)
+    write_at(x, steps, adv, _value(x, value), copy_slices=True, arrays=arrays)
 
 
 def _simple(k) -> bool:

@@ -14,6 +14,7 @@ import numpy as np
 from ember import _dtype
 from ember._backend import to_device
 from ember._tensor import Tensor
+from ember.autograd import forward_ad
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import LOCAL, OUT
@@ -45,7 +46,8 @@ def check_inplace(x: Tensor) -> None:
 def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
     """Run out-of-place ``fn(x, *args)`` and write the result into ``x``'s storage."""
     check_inplace(x)
-    tracked = STATE.enabled and (x._rg or any(isinstance(a, Tensor) and a._rg for a in args))
+    tracked = STATE.enabled and (x._rg or any(isinstance(a, Tensor) and a._rg
+                                              for a in (*args, *kwargs.values())))
     if not tracked:
         prev = STATE.enabled
         STATE.enabled = False
@@ -54,6 +56,7 @@ def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
         finally:
             STATE.enabled = prev
         _write(x, r)
+        forward_ad.after_inplace(x, x, r)
         return x
     if x._base is not None and (x._rg or not x._base._rg):  # a view: torch's CopySlices rebase
         from ember.ops.indexing import inplace_on_view
@@ -63,10 +66,12 @@ def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
     # x is overwritten, so relu_, exp_, add_(scalar), ... copy nothing.
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
+    forward_ad.before_inplace(x, src)
     r = fn(src, *args, **kwargs)
     if sys.getrefcount(src) > 2 or LOCAL.saved_hooks:
         src._data = src._data.copy()
     _write(x, r)
+    forward_ad.after_inplace(x, src, r)
     node = r._grad_fn
     x._grad_fn, x._output_nr, x._rg = node, r._output_nr, r._rg
     if node is not None and node._saved:
@@ -109,7 +114,7 @@ def _fast(name: str, ufunc):
     def method(self, other, *, alpha=1, **kwargs):
         d = self._data
         if (not STATE.enabled or not (self._rg or (type(other) is Tensor and other._rg))) \
-                and not kwargs and d.dtype.kind == "f":
+                and not kwargs and d.dtype.kind == "f" and forward_ad.LEVEL[0] is None:
             if type(other) is Tensor and other._data.dtype == d.dtype and \
                     other._data.ndim <= d.ndim:
                 o = other._data

@@ -81,6 +81,7 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
 class LinalgCross(Op):
     node_name = "LinalgCrossBackward0"
     saves = (0, 1)
+    save_for = ((1,), (0,))  # each for the other's gradient
     broadcasts = True
 
     @staticmethod

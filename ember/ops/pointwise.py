@@ -192,6 +192,8 @@ class DivRounding(Op):
 
     node_name = "DivBackward2"
     broadcasts = True
+    saves = (0, 1)
+    save_for = ((1,), None)  # torch saves them for the (zero) gradient formulas
 
     @staticmethod
     def forward(ctx, a, b, mode="floor"):
@@ -360,9 +362,12 @@ def _lhs_tensor(a, b):
 
 
 def _sigmoid(x):
-    # exp of a non-positive number never overflows: split by sign for stability.
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    """1 / (1 + exp(-x)), as torch: where exp overflows the answer is 0, as it should be."""
+    e = np.negative(x, out=np.empty_like(x))  # an array even for 0-d x
+    with np.errstate(over="ignore"):
+        np.exp(e, out=e)
+    e += 1
+    return np.reciprocal(e, out=e)
 
 
 # One line per op (see ember/ops/_common.py): the NumPy forward, then the gradient formula.
@@ -413,12 +418,12 @@ class Where(Op):
 
     @staticmethod
     def forward(ctx, a, b, cond=None):
-        ctx.cond = cond
+        ctx.save_extra(cond)  # torch saves the condition, an input without a gradient
         return np.where(cond, a, b)
 
     @staticmethod
     def backward(ctx, g):
-        c = Tensor._make(ctx.cond)
+        (c,) = ctx.saved_tensors
         zero = g.new_zeros(())
         need = ctx.needs_input_grad
         return (where(c, g, zero) if need[0] else None), (where(c, zero, g) if need[1] else None)

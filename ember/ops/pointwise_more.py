@@ -87,6 +87,7 @@ class Remainder(Op):
     node_name = "RemainderBackward1"
     broadcasts = True
     saves = (0, 1)
+    save_for = ((1,), (1,))  # both only for other's gradient
     fn = staticmethod(_remainder)
     rounding_mode = "floor"
 
@@ -155,8 +156,9 @@ def fmod(a, b) -> Tensor:
 
 
 def _zero_grad(g: Tensor) -> Tensor:
-    """The gradient of a piecewise-constant op (floor, sign, ...): zero everywhere."""
-    return g * 0
+    """The gradient of a piecewise-constant op (floor, sign, ...): zero everywhere, even where
+    ``g`` is inf or NaN (torch's zeros_like)."""
+    return g.new_zeros(g.shape)
 
 
 def _round_decimals(x, decimals=0):

@@ -146,17 +146,18 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 
 class Nansum(Op):
     node_name = "NansumBackward0"
+    saves = (0,)
 
     @staticmethod
     def forward(ctx, x, dims=None, keepdim=False, dtype=None):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        ctx.nan = np.isnan(x) if x.dtype.kind == "f" else None
         return np.nansum(x, axis=dims, keepdims=keepdim, dtype=dtype.np)
 
     @staticmethod
     def backward(ctx, g):
+        (x,) = ctx.saved_tensors
         g = unsqueeze_to(g, ctx.shape, ctx.dims, ctx.keepdim).expand(ctx.shape)
-        return where(Tensor._make(ctx.nan), 0.0, g)
+        return where(x.isnan(), 0.0, g)
 
 
 def nansum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -309,6 +310,7 @@ def _var_mean_grad(ctx, x: Tensor, gv, gm):
 class StdMean(Op):
     node_name = "StdMeanBackward0"
     saves = (0,)
+    saves_output = (0,)  # the std, as torch
 
     @staticmethod
     def forward(ctx, x, dims=(), keepdim=False, correction=1):
@@ -317,10 +319,8 @@ class StdMean(Op):
 
     @staticmethod
     def backward(ctx, gs, gm):
-        (x,) = ctx.saved_tensors
+        x, std = ctx.saved_tensors
         if gs is not None:
-            # std is recomputed from x so that this backward is itself differentiable.
-            std = x.std(ctx.dims, keepdim=ctx.keepdim, correction=ctx.correction)
             gs = _std_to_var_grad(gs, std)
         return _var_mean_grad(ctx, x, gs, gm)
 

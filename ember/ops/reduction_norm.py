@@ -186,5 +186,30 @@ def dist(a: Tensor, b: Tensor, p: float = 2) -> Tensor:
     return Dist.apply(a, b, p=float(p))
 
 
+class Pdist(Op):
+    """p-norm distances between all pairs of rows ``i < j`` of a 2-D input, in row-major
+    order: one node saving the input and the result, as torch's."""
+
+    node_name = "PdistBackward0"
+    saves = (0,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x, p=2.0):
+        ctx.p = p
+        i, j = np.triu_indices(x.shape[0], 1)
+        return p_norm(x[i] - x[j], p, (1,))
+
+    @staticmethod
+    def backward(ctx, g):
+        from ember.ops.indexing_ops import index_add
+
+        x, out = ctx.saved_tensors
+        i, j = np.triu_indices(x.shape[0], 1)
+        gd = norm_backward(x[i] - x[j], out.unsqueeze(1), g.unsqueeze(1), ctx.p, (1,))
+        zeros = x.new_zeros(x.shape)
+        return index_add(index_add(zeros, 0, Tensor._make(i), gd), 0, Tensor._make(j), -gd)
+
+
 METHODS = numpy_aliases({"norm": norm, "dist": dist})
 FUNCTIONS = dict(METHODS, cdist=cdist)

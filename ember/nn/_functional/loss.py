@@ -125,6 +125,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     nll = nll_loss(lsm, target, weight, None, ignore_index, None, reduction)
     if label_smoothing <= 0:
         return nll
+    # ATen's cross_entropy_loss_label_smoothing, op for op (its graph saves what torch's does).
     n_classes = input.shape[class_dim]
     ignore = Tensor._make(target._data == ignore_index)
     if weight is not None:
@@ -133,14 +134,14 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         smooth = -(lsm * weight.view(*wshape)).sum(class_dim)
     else:
         smooth = -lsm.sum(class_dim)
-    smooth = where(ignore, 0.0, smooth)
+    smooth.masked_fill_(ignore, 0.0)
     if reduction == "mean":
         keep = target._data != ignore_index
         if weight is not None:
             total = weight._data.reshape(-1)[target._data[keep]].sum(dtype=input._data.dtype)
         else:
             total = keep.sum()
-        ret = smooth.sum() / float(total)
+        ret = smooth.sum() / Tensor._make(np.asarray(total))
     else:
         ret = smooth.sum() if reduction == "sum" else smooth
     return nll * (1 - label_smoothing) + ret * (label_smoothing / n_classes)

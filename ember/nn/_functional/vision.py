@@ -9,7 +9,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.ops._common import variant
-from ember.ops.pool import ConstantPadNd, Resample, gather_matrix
+from ember.ops.pool import ConstantPadNd, PadResample, Resample, gather_matrix
 from ember.ops.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
 
 _PAD_NAMES = {"reflect": "ReflectionPad", "replicate": "ReplicationPad",
@@ -39,7 +39,8 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.")
     mats = [_pad_matrix(mode, n, lo, hi, input.ndim - k + i, input.shape)
             for i, ((lo, hi), n) in enumerate(zip(per_dim, input.shape[input.ndim - k:]))]
-    return variant(Resample, f"{_PAD_NAMES[mode]}{k}DBackward0").apply(input, mats=tuple(mats))
+    op = Resample if mode == "circular" else PadResample  # torch's circular pad saves nothing
+    return variant(op, f"{_PAD_NAMES[mode]}{k}DBackward0").apply(input, mats=tuple(mats))
 
 
 def _pad_matrix(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.ndarray:

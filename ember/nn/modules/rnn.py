@@ -14,7 +14,7 @@ from ember._tensor import Tensor
 from ember.nn import init
 from ember.nn._functional.dropout import dropout as _dropout
 from ember.nn._functional.linear import linear
-from ember.nn.modules._rnn_cells import gru_step, lstm_step
+from ember.nn.modules._rnn_cells import _gru_cell, _lstm_cell, _rnn_cell
 from ember.nn.modules._rnn_packed import forward_packed
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
@@ -22,19 +22,6 @@ from ember.nn.utils.rnn import PackedSequence
 from ember.ops.joining import cat, stack
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
-
-
-def _rnn_cell(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh, relu: bool) -> Tensor:
-    pre = x_proj + linear(h, w_hh, b_hh)
-    return pre.relu() if relu else pre.tanh()
-
-
-def _lstm_cell(x: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh, w_hr=None, w_ih=None,
-               b_ih=None):
-    h, c = lstm_step(x, h, c, w_hh, b_hh, w_ih, b_ih)
-    if w_hr is not None:
-        h = linear(h, w_hr)
-    return h, c
 
 
 class RNNBase(Module):
@@ -92,6 +79,10 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """A no-op, as in torch off the GPU (there it packs the weights for cuDNN); programs
+        call it after ``.to(device)`` or DataParallel."""
+
     @property
     def all_weights(self) -> list:
         n = len(self._flat_weights_names) // (self.num_layers * (2 if self.bidirectional else 1))
@@ -148,7 +139,7 @@ class RNNBase(Module):
         if self.mode == "LSTM":
             return _lstm_cell(x_proj, h, c, w["weight_hh"], w["bias_hh"], w["weight_hr"])
         if self.mode == "GRU":
-            return gru_step(x_proj, h, w["weight_hh"], w["bias_hh"]), None
+            return _gru_cell(x_proj, h, w["weight_hh"], w["bias_hh"]), None
         return _rnn_cell(x_proj, h, w["weight_hh"], w["bias_hh"], self.mode == "RNN_RELU"), None
 
     def _layers(self, x: Tensor, h0: Tensor, c0, run_dir):
@@ -339,17 +330,10 @@ class RNNCellBase(Module):
             raise RuntimeError(f"hidden{'[0]' if isinstance(self, LSTMCell) else ''} has "
                                f"inconsistent hidden_size: got {h.shape[-1]}, expected "
                                f"{hidden_size}")
-        _check_batch(x, h, 0)
         return x, h, batched
 
     def _zeros(self, x: Tensor) -> Tensor:
         return _creation.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
-
-
-def _check_batch(x: Tensor, state: Tensor, k: int) -> None:
-    if state._data.shape[0] != x._data.shape[0]:
-        raise RuntimeError(f"Input batch size {x._data.shape[0]} doesn't match hidden{k} batch "
-                           f"size {state._data.shape[0]}")
 
 
 class RNNCell(RNNCellBase):
@@ -383,8 +367,8 @@ class LSTMCell(RNNCellBase):
             h = c = self._zeros(x)
         else:
             c = hx[1] if batched else hx[1].unsqueeze(0)
-            _check_batch(x, c, 1)
-        h, c = lstm_step(x, h, c, self.weight_hh, self.bias_hh, self.weight_ih, self.bias_ih)
+        h, c = _lstm_cell(linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
+                          self.bias_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -398,7 +382,8 @@ class GRUCell(RNNCellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, h, batched = self._prepare(input, hx, self.hidden_size)
         h = self._zeros(x) if h is None else h
-        out = gru_step(x, h, self.weight_hh, self.bias_hh, self.weight_ih, self.bias_ih)
+        out = _gru_cell(linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+                        self.bias_hh)
         return out if batched else out.squeeze(0)
 
 
