@@ -125,7 +125,10 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     # gives inf / NaN silently, so NumPy must not warn.
     quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")
     quiet.__enter__()  # (a with block would re-indent the loop; this costs ~1 us per backward)
+    tr = _LOCAL.trace
     try:
+        if tr is not None:
+            tr.queue(None, (), ready, buffers)
         while ready:
             node = heapq.heappop(ready)[2]
             buf = buffers.pop(node, None)
@@ -144,6 +147,7 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                         node._release()
             del buf
             _distribute(node, outs, buffers)
+            sent = outs if tr is not None else ()  # a trace sees them after the queue moves
             del outs
             for nxt, _ in node.next_functions:
                 if nxt is not None:
@@ -151,6 +155,8 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     deps[nxt] = d
                     if d == 0:
                         heapq.heappush(ready, (-nxt._seq, tick(), nxt))
+            if tr is not None:
+                tr.queue(node, sent, ready, buffers)
         while callbacks:  # a callback may queue another, as in torch
             callbacks.pop(0)()
     finally:

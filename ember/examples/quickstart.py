@@ -153,6 +153,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--save", default="model.pth", help="where to save the trained weights")
     p.add_argument("--limit", type=int, default=None,
                    help="use only the first N training and test images (smoke runs)")
+    p.add_argument("--explore", metavar="PAGE", default=None,
+                   help="write the first training step's graph and backward pass as an "
+                        "interactive page (ember.viz.explore)")
     return p.parse_args(argv)
 
 
@@ -194,6 +197,13 @@ def main(argv=None) -> float:
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+
+    if args.explore:  # the first batch's forward and backward, before any step
+        X, y = next(iter(train_dataloader))
+        torch.viz.explore(lambda: loss_fn(model(X.to(device)), y.to(device)), args.explore,
+                          params=dict(model.named_parameters()))
+        optimizer.zero_grad()
+        print(f"Wrote {args.explore}: open it in a browser\n")
 
     if args.compile:
         model.compile()  # in place: the state_dict keeps its keys
