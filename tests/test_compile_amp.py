@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import ember
-from tests.oracle import assert_same, outcome, same
+from oracle import assert_same, outcome, same
 
 
 def _model(lib):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember.autograd import functional, graph
+from ember.autograd import functional, graph, profiler
 from ember.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.autograd.engine import queue_callback, run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable
@@ -122,6 +122,6 @@ class Variable:
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "detect_anomaly",
     "enable_grad", "functional", "grad", "graph", "gradcheck", "gradgradcheck", "inference_mode",
-    "is_grad_enabled", "no_grad",
+    "is_grad_enabled", "no_grad", "profiler",
     "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "trace",
 ]

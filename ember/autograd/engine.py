@@ -17,6 +17,7 @@ import numpy as np
 
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import warn_forward_trace
+from ember.autograd.function import PROFILER
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import grad_accumulator
 
@@ -138,7 +139,9 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     _capture(node, buf, capture, results, node in runs)
                 if runs is None or node in runs:
                     try:
-                        outs = _run_node(node, buf)
+                        prof = PROFILER[0]
+                        outs = _run_node(node, buf) if prof is None else \
+                            prof.node(node, _run_node, buf)
                     except Exception:
                         if graph.ANOMALY[0]:
                             warn_forward_trace(node)

@@ -18,6 +18,7 @@ from ember.autograd.grad_mode import STATE, no_grad
 from ember.autograd.graph import FREED, LOCAL, OUT, Node, grad_accumulator
 
 UNSAVED = (None, 0)  # a saved-tensor slot left empty: no gradient formula that reads it runs
+PROFILER: list = [None]  # the autograd.profiler recording in progress (Op.apply reports to it)
 
 
 class _Scratch:
@@ -359,6 +360,8 @@ class Op(Function):
     def apply(cls, *inputs, **kw):
         from ember._tensor import Tensor
 
+        if PROFILER[0] is not None:
+            return PROFILER[0].op(cls, inputs, kw)
         if forward_ad.LEVEL[0] is not None and forward_ad.active(inputs):
             return _dual_apply(cls, inputs, kw)
         if STATE.enabled:

@@ -380,7 +380,8 @@ class Module(StateDictMixin, HookMixin):
                     p.grad.zero_()
 
     def share_memory(self) -> Module:
-        return self
+        """Move parameters, buffers and gradients into shared memory (Hogwild training)."""
+        return self._apply(lambda t: t.share_memory_())
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
         for module in self.children():
