@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember._tensor import Tensor
-from ember.autograd.function import Op
+from ember.autograd.function import PROFILER, Op
 from ember.autograd.grad_mode import STATE
 from ember.ops.shape import Squeeze, UnsafeView
 
@@ -88,9 +88,10 @@ def _mm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool,
     ``weight.t()`` (column-major) this makes the weight's gradient C-contiguous after
     TBackward, so AccumulateGrad can keep it without a copy. Each input is saved only for the
     other's gradient, so ``a`` may be None when only ``a`` needs one. A plain backward (no
-    create_graph) does the same products on the arrays: two GEMMs, no graph ops around them."""
+    create_graph) does the same products on the arrays: two GEMMs, no graph ops around them;
+    under the profiler it runs the ops, so the trace shows torch's ``aten::mm``."""
     ga = gb = None
-    if not STATE.enabled:
+    if not STATE.enabled and PROFILER[0] is None:
         gd = g._data
         if need_a:
             bd = b._data

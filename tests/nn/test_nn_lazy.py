@@ -140,6 +140,6 @@ def test_deepcopy_and_training_mode():
     m = ember.nn.LazyLinear(2)
     c = copy.deepcopy(m)
     c(ember.ones(1, 3))
-    assert type(c) is ember.nn.Linear and type(m) is ember.nn.modules.lazy.LazyLinear
+    assert type(c) is ember.nn.Linear and type(m) is ember.nn.modules.linear.LazyLinear
     m(ember.ones(1, 6))
     assert m.weight.shape == (2, 6)

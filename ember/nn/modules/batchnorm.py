@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ember
 from ember import _creation, _dtype
 from ember._tensor import Tensor
 from ember.nn import init
 from ember.nn._functional.normalization import batch_norm
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
-from ember.nn.parameter import Parameter
+from ember.nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
 
 class _BatchNorm(Module):
@@ -95,9 +97,6 @@ class BatchNorm3d(_BatchNorm):
     _ndims = (5,)
 
 
-
-
-
 class SyncBatchNorm(_BatchNorm):
     """Batch norm whose training statistics span every rank of ``process_group`` (torch's
     ``nn.SyncBatchNorm``; over MPI, so CPU tensors work too). Outside a multi-rank process
@@ -155,4 +154,62 @@ class SyncBatchNorm(_BatchNorm):
         for name, child in module.named_children():
             out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
         return out
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
+class _LazyNormBase(LazyModuleMixin):
+    """``num_features`` from the first input's channel dim (dim 1)."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None, *,
+                 bias: bool = True) -> None:
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if self.track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = ember.tensor(0, dtype=ember.long, device=device)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input) -> None:
+        if not self.has_uninitialized_params():
+            return
+        self.num_features = input.shape[1]
+        if self.affine:
+            self.weight.materialize((self.num_features,))
+            if self.bias is not None:
+                self.bias.materialize((self.num_features,))
+        if self.track_running_stats:
+            self.running_mean.materialize((self.num_features,))
+            self.running_var.materialize((self.num_features,))
+        self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm1d whose ``num_features`` comes from the first input."""
+
+    cls_to_become = BatchNorm1d
+    _ndims = BatchNorm1d._ndims
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm2d whose ``num_features`` comes from the first input."""
+
+    cls_to_become = BatchNorm2d
+    _ndims = BatchNorm2d._ndims
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm3d whose ``num_features`` comes from the first input."""
+
+    cls_to_become = BatchNorm3d
+    _ndims = BatchNorm3d._ndims
+
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
+           "LazyBatchNorm2d", "LazyBatchNorm3d"]

@@ -6,7 +6,7 @@ import warnings
 
 from ember._tensor import Tensor
 from ember.nn._functional.normalization import instance_norm
-from ember.nn.modules.batchnorm import _BatchNorm
+from ember.nn.modules.batchnorm import _BatchNorm, _LazyNormBase
 
 
 class _InstanceNorm(_BatchNorm):
@@ -57,4 +57,24 @@ class InstanceNorm3d(_InstanceNorm):
     _ndims = (4, 5)
 
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+# (as torch's, they default to affine=True, track_running_stats=True, unlike InstanceNorm)
+class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+    """An InstanceNorm1d whose ``num_features`` comes from the first input."""
+
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+    """An InstanceNorm2d whose ``num_features`` comes from the first input."""
+
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+    """An InstanceNorm3d whose ``num_features`` comes from the first input."""
+
+    cls_to_become = InstanceNorm3d
+
+
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 
+import ember
 from ember._creation import empty
 from ember._tensor import Tensor
 from ember.nn import init
 from ember.nn._functional.linear import bilinear, linear
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
-from ember.nn.parameter import Parameter
+from ember.nn.parameter import Parameter, UninitializedParameter
 
 
 class Identity(Module):
@@ -88,5 +90,36 @@ class NonDynamicallyQuantizableLinear(Linear):
     """torch's name for MultiheadAttention's output projection (a plain Linear)."""
 
 
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear layer whose ``in_features`` is the last dim of the first input."""
 
-__all__ = ["Identity", "Linear", "Bilinear"]
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input) -> None:
+        if self.has_uninitialized_params():
+            with ember.no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+        if self.in_features == 0:  # materialized by load_state_dict
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} "
+                                     "is not equal to in_features from self.weight: "
+                                     f"{self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]
+
+
+__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]

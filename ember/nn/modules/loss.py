@@ -5,6 +5,7 @@ from __future__ import annotations
 from ember._tensor import Tensor
 from ember.nn._functional import loss as F
 from ember.nn._functional import loss_margin as FM
+from ember.nn._functional.ctc import ctc_loss
 from ember.nn.modules.module import Module
 
 
@@ -245,10 +246,25 @@ class MultiMarginLoss(_WeightedLoss):
                                     weight=self.weight, reduction=self.reduction)
 
 
+class CTCLoss(_Loss):
+    """The Connectionist Temporal Classification loss (``F.ctc_loss``) with its options."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths,
+                target_lengths) -> Tensor:
+        return ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                        self.reduction, self.zero_infinity)
+
+
 __all__ = [
     "L1Loss", "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
     "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
     "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
     "GaussianNLLLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
-    "NLLLoss2d",
+    "NLLLoss2d", "CTCLoss",
 ]
