@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ember
 from ember import _creation, _dtype
 from ember._tensor import Tensor
 from ember.nn import init
@@ -97,6 +96,9 @@ class BatchNorm3d(_BatchNorm):
     _ndims = (5,)
 
 
+
+
+
 class SyncBatchNorm(_BatchNorm):
     """Batch norm whose training statistics span every rank of ``process_group`` (torch's
     ``nn.SyncBatchNorm``; over MPI, so CPU tensors work too). Outside a multi-rank process
@@ -154,6 +156,10 @@ class SyncBatchNorm(_BatchNorm):
         for name, child in module.named_children():
             out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
         return out
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
+           "LazyBatchNorm2d", "LazyBatchNorm3d"]
+
+
 class _LazyNormBase(LazyModuleMixin):
     """``num_features`` from the first input's channel dim (dim 1)."""
 
@@ -170,7 +176,7 @@ class _LazyNormBase(LazyModuleMixin):
         if self.track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
-            self.num_batches_tracked = ember.tensor(0, dtype=ember.long, device=device)
+            self.num_batches_tracked = _creation.tensor(0, dtype=_dtype.int64, device=device)
 
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.num_features != 0:
@@ -209,7 +215,3 @@ class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
 
     cls_to_become = BatchNorm3d
     _ndims = BatchNorm3d._ndims
-
-
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
-           "LazyBatchNorm2d", "LazyBatchNorm3d"]

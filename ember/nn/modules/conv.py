@@ -179,6 +179,11 @@ class ConvTranspose3d(_ConvTransposeNd):
     _nd = 3
 
 
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+           "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+           "LazyConvTranspose2d", "LazyConvTranspose3d"]
+
+
 class _LazyConvXdMixin(LazyModuleMixin):
     """``in_channels`` from the first input's channel dim."""
 
@@ -270,8 +275,3 @@ class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
     """A ConvTranspose3d whose ``in_channels`` comes from the first input."""
 
     cls_to_become = ConvTranspose3d
-
-
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-           "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
-           "LazyConvTranspose2d", "LazyConvTranspose3d"]

@@ -57,6 +57,10 @@ class InstanceNorm3d(_InstanceNorm):
     _ndims = (4, 5)
 
 
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
+
+
 # (as torch's, they default to affine=True, track_running_stats=True, unlike InstanceNorm)
 class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
     """An InstanceNorm1d whose ``num_features`` comes from the first input."""
@@ -74,7 +78,3 @@ class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
     """An InstanceNorm3d whose ``num_features`` comes from the first input."""
 
     cls_to_become = InstanceNorm3d
-
-
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
-           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]

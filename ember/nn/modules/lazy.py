@@ -1,13 +1,14 @@
-"""LazyModuleMixin: layers whose input size is inferred from the first call. The lazy layers
-live with their eager classes, as in torch (``LazyLinear`` in linear.py, ``LazyConv*`` and
-``LazyConvTranspose*`` in conv.py, ``LazyBatchNorm*`` in batchnorm.py, ``LazyInstanceNorm*`` in
-instancenorm.py).
+"""Lazy modules: layers whose input size is inferred from the first call (torch's
+``LazyModuleMixin`` and ``LazyLinear``, ``LazyConv*``, ``LazyConvTranspose*``,
+``LazyBatchNorm*``, ``LazyInstanceNorm*``).
 
 Until then their parameters are ``UninitializedParameter``s (computing with one raises torch's
 error; optimizers may already hold them). The first call runs a forward pre-hook that
 materializes them with the inferred shape, initialises them as the eager layer would (the
 same seeded numbers as torch), and turns the module into that layer (``LazyLinear`` becomes
-``Linear``). Loading a state dict materializes them too.
+``Linear``). Loading a state dict materializes them too. As in torch, the lazy classes live
+beside their layers (``LazyLinear`` in ``linear.py``, ...), so that pickles name them by
+torch's paths; only the mixin is here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import itertools
 import ember
 from ember.nn.parameter import is_lazy
 
-# No __all__: torch.nn does not re-export LazyModuleMixin (the package re-exports __all__).
+__all__: list[str] = []  # torch exports the mixin from this module only, not from nn
 
 
 class LazyModuleMixin:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-import ember
 from ember._creation import empty
 from ember._tensor import Tensor
+from ember.autograd.grad_mode import no_grad
 from ember.nn import init
 from ember.nn._functional.linear import bilinear, linear
 from ember.nn.modules.lazy import LazyModuleMixin
@@ -90,6 +90,10 @@ class NonDynamicallyQuantizableLinear(Linear):
     """torch's name for MultiheadAttention's output projection (a plain Linear)."""
 
 
+
+__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
+
+
 class LazyLinear(LazyModuleMixin, Linear):
     """A Linear layer whose ``in_features`` is the last dim of the first input."""
 
@@ -108,7 +112,7 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     def initialize_parameters(self, input) -> None:
         if self.has_uninitialized_params():
-            with ember.no_grad():
+            with no_grad():
                 self.in_features = input.shape[-1]
                 self.weight.materialize((self.out_features, self.in_features))
                 if self.bias is not None:
@@ -120,6 +124,3 @@ class LazyLinear(LazyModuleMixin, Linear):
                                      "is not equal to in_features from self.weight: "
                                      f"{self.weight.shape[-1]}")
             self.in_features = input.shape[-1]
-
-
-__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]

@@ -246,6 +246,16 @@ class MultiMarginLoss(_WeightedLoss):
                                     weight=self.weight, reduction=self.reduction)
 
 
+__all__ = [
+    "CTCLoss",
+    "L1Loss", "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
+    "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
+    "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
+    "GaussianNLLLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
+    "NLLLoss2d",
+]
+
+
 class CTCLoss(_Loss):
     """The Connectionist Temporal Classification loss (``F.ctc_loss``) with its options."""
 
@@ -259,12 +269,3 @@ class CTCLoss(_Loss):
                 target_lengths) -> Tensor:
         return ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                         self.reduction, self.zero_infinity)
-
-
-__all__ = [
-    "L1Loss", "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
-    "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
-    "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
-    "GaussianNLLLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
-    "NLLLoss2d", "CTCLoss",
-]
