@@ -11,11 +11,14 @@ program sees torch's random numbers throughout.
 
 from __future__ import annotations
 
+import math
 import struct
+import sys
 
 import numpy as np
 
 from ember.compiler import traced
+from ember.compiler.traced import capturing
 
 VMAP_RANDOMNESS: list = [None]  # the running ember.func.vmap's randomness mode, if any
 _DEFAULT_SEED = 67280421310721  # torch's default initial seed
@@ -143,7 +146,7 @@ class Generator:
             check_random()
         if self._prefix is not None:
             return self._raw_prefixed(n)
-        return self._bits.random_raw(n).astype(np.uint64)
+        return self._bits.random_raw(n)  # uint64 already: no copy
 
     def _raw_prefixed(self, n: int) -> np.ndarray:
         """Draws while torch's (next, left) are not NumPy's position: the words torch reads
@@ -345,9 +348,30 @@ def bernoulli_sample(shape: tuple, p, generator: Generator | None = None) -> np.
     order, below ``p``. A number ``p`` (dropout's kernel) compares 53-bit doubles; a tensor's
     probabilities compare 24-bit floats unless they are float64."""
     n = int(np.prod(shape))
+    if type(p) is float and 0.0 <= p <= 1.0:
+        return _bernoulli_53(_gen(generator)._raw(2 * n), p).reshape(shape)
     p = np.asarray(p)
     u = _gen(generator)._uniform(n, p.ndim == 0 or p.dtype == np.float64)
     return u.reshape(shape) < p
+
+
+def _bernoulli_53(raw: np.ndarray, p: float) -> np.ndarray:
+    """``u < p`` for the doubles ``u = k / 2**53`` that torch builds from pairs of 32-bit words
+    (k: the high word's low 21 bits, then the low word), compared as integers: u < p exactly
+    when k < t = ceil(p * 2**53), that is when hi < t >> 32, or hi == t >> 32 (one pair in
+    two million) and lo < t's low word. The words are read in place as uint32 (no copies)."""
+    words = raw.view(np.uint32)[0 if sys.byteorder == "little" else 1::2]
+    hi, lo = words[0::2] & np.uint32((1 << 21) - 1), words[1::2]
+    t = math.ceil(p * 2.0 ** 53)
+    t_hi, t_lo = np.uint32(t >> 32), np.uint32(t & 0xFFFF_FFFF)
+    keep = hi < t_hi
+    tie = hi == t_hi
+    if capturing():  # ember.compile replays no data-dependent branch
+        keep |= tie & (lo < t_lo)
+    elif tie.any():
+        at = np.flatnonzero(tie)
+        keep[at] = lo[at] < t_lo
+    return keep
 
 
 def normal_sample(shape: tuple, dt: _dtype.dtype, mean: float = 0.0, std: float = 1.0,

@@ -244,18 +244,35 @@ def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
         meta = node._out_meta
         buf = buffers[node] = [None] * (len(meta) if meta else 1)
     old = buf[nr]
-    buf[nr] = g if old is None else old + g
+    if old is None:
+        buf[nr] = g
+    elif STATE.enabled or old._data.dtype != g._data.dtype or old._data.shape != g._data.shape:
+        buf[nr] = old + g  # create_graph (the sum is part of the graph), or promotion
+    else:  # a plain backward adds the arrays (what ``old + g`` computes, without the op)
+        from ember._tensor import Tensor
+
+        buf[nr] = Tensor._make(old._data + g._data)
 
 
 def _sum_to(g, shape: tuple, node, i: int):
     """Undo broadcasting: check ``g`` can be summed down to ``shape``, then do it."""
+    from ember._tensor import Tensor
+
     lead = g.ndim - len(shape)
     if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, g.shape[lead:])):
         raise RuntimeError(
             f"Function {node.name()} returned an invalid gradient at index {i} - got "
             f"{list(g.shape)} but expected shape compatible with {list(shape)}"
         )
-    return g.sum_to_size(shape)
+    if STATE.enabled:  # create_graph: the sum is part of the graph
+        return g.sum_to_size(shape)
+    # A plain backward sums the array directly (what sum_to_size computes, without the ops).
+    a = g._data
+    dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape)
+                                      if s == 1 and a.shape[lead + k] != 1)
+    if dims:
+        a = a.sum(axis=dims, dtype=a.dtype, keepdims=True)
+    return Tensor._make(a.reshape(shape) if lead else a)
 
 
 def _apply_tensor_hooks(node, nr: int, g):

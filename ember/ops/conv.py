@@ -102,8 +102,15 @@ def _conv_weight(x, g, stride, dil, pads, groups, ksize) -> np.ndarray:
     n, c = x.shape[:2]
     o, *osize = g.shape[1:]
     cg, opix = c // groups, math.prod(osize)
+    rows = cg * math.prod(ksize)
+    if groups == 1 and rows <= 32:
+        # Few input channels (a first layer): per-image GEMMs on the forward's column layout,
+        # summed, beat one GEMM with a long inner dimension that needs two transposed copies.
+        cols = _windows(xp, ksize, stride, dil, osize).reshape(n, rows, opix)
+        return np.matmul(g.reshape(n, o, opix), cols.transpose(0, 2, 1)).sum(0).reshape(
+            o, cg, *ksize)
     win = np.moveaxis(_windows(xp, ksize, stride, dil, osize), 0, 1 + len(ksize))
-    cols = win.reshape(groups, cg * math.prod(ksize), n * opix)
+    cols = win.reshape(groups, rows, n * opix)
     gg = g.reshape(n, groups, o // groups, opix).transpose(1, 2, 0, 3).reshape(
         groups, o // groups, n * opix)
     return np.matmul(gg, cols.transpose(0, 2, 1)).reshape(o, cg, *ksize)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ember._tensor import Tensor
-from ember.autograd.function import Op
+from ember.autograd.function import PROFILER, Op
+from ember.autograd.grad_mode import STATE
 from ember.ops import _lowp
 from ember.ops._complex_grad import holomorphic
 from ember.ops.shape import Squeeze, UnsafeView
@@ -89,13 +90,35 @@ def _mm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool,
     were column-major), as torch's mm_mat1_backward / mm_mat2_backward do. For nn.Linear's
     ``weight.t()`` (column-major) this makes the weight's gradient C-contiguous after
     TBackward, so AccumulateGrad can keep it without a copy. Each input is saved only for the
-    other's gradient, so ``a`` may be None when only ``a`` needs one."""
+    other's gradient, so ``a`` may be None when only ``a`` needs one. A plain backward (no
+    create_graph) does the same products on the arrays: two GEMMs, no graph ops around them;
+    under the profiler it runs the ops, so the trace shows torch's ``aten::mm``."""
     ga = gb = None
+    if not STATE.enabled and PROFILER[0] is None:
+        gd = g._data
+        if need_a:
+            bd = b._data
+            ga = (_transposed(_lowp.matmul(bd, gd.T)) if layout[0]
+                  else Tensor._make(_lowp.matmul(gd, bd.T)))
+        if need_b:
+            ad = a._data
+            gb = (_transposed(_lowp.matmul(gd.T, ad)) if layout[1]
+                  else Tensor._make(_lowp.matmul(ad.T, gd)))
+        return ga, gb
     if need_a:
         ga = b.mm(g.t()).t() if layout[0] else g.mm(b.t())
     if need_b:
         gb = g.t().mm(a).t() if layout[1] else a.t().mm(g)
     return ga, gb
+
+
+def _transposed(product) -> Tensor:
+    """A fresh product's transpose as a view of it, as ``.t()`` makes (AccumulateGrad steals
+    a TBackward gradient that spans its base)."""
+    base = Tensor._make(product)
+    out = Tensor._make(product.T)
+    out._set_view_of(base)
+    return out
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:

@@ -12,6 +12,8 @@ parameters' broadcast shape; ``pdims`` the dims their gradients sum over.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ember._backend import xp_of
@@ -85,8 +87,10 @@ class _Norm(Op):
             invstd = 1.0 / np.sqrt(saved[-3]._data.reshape(ashape) + scalar(ctx.eps, x._data.dtype))
         else:
             mean, invstd = saved[-2]._data, saved[-1]._data
-        if not STATE.enabled and not ctx.fixed and gshape is None and sdims == pdims:
-            return _batch_norm_backward_fast(ctx, g, x, w, mean, invstd, need)
+        if not STATE.enabled:
+            if not ctx.fixed and gshape is None and sdims == pdims:
+                return _batch_norm_backward_fast(ctx, g, x, w, mean, invstd, need)
+            return _norm_backward_arrays(ctx, g, x, w, mean, invstd, need)
         if STATE.enabled and not ctx.fixed:
             mean = xg.mean(sdims, keepdim=True)
             xc = xg - mean
@@ -109,6 +113,40 @@ class _Norm(Op):
                                - xh * (gh * xh).mean(sdims, keepdim=True))
                 gx = gx.reshape(x.shape)
         return gx, gw, gb
+
+
+def _norm_backward_arrays(ctx, g: Tensor, x: Tensor, w: Tensor | None, mean, invstd,
+                          need) -> tuple:
+    """The plain backward of the general formulas above (layer and group norm, batch norm in
+    eval mode): the same expressions in the same order, on arrays, without a graph op each."""
+    gshape, sdims, ashape, pdims = ctx.geom
+    gd, xd = g._data, x._data
+    xhat = (((xd.reshape(gshape) if gshape else xd) - mean) * invstd).reshape(xd.shape)
+    gw = _asum(gd * xhat, pdims).reshape(ctx.pshape) if need[1] else None
+    gb = _asum(gd, pdims).reshape(ctx.pshape) if need[2] else None
+    gx = None
+    if need[0]:
+        gh = gd * w._data.reshape(ashape) if w is not None else gd
+        if ctx.fixed:
+            gx = gh * invstd.reshape(ashape)
+        else:
+            gh = gh.reshape(gshape) if gshape else gh
+            xh = xhat.reshape(gshape) if gshape else xhat
+            gx = invstd * (gh - _amean(gh, sdims) - xh * _amean(gh * xh, sdims))
+            gx = gx.reshape(xd.shape)
+    return tuple(None if a is None else Tensor._make(a) for a in (gx, gw, gb))
+
+
+def _asum(a: np.ndarray, dims: tuple) -> np.ndarray:
+    """``_psum`` on arrays (ember's sum: in the array's dtype)."""
+    return a.sum(axis=dims, dtype=a.dtype) if dims else a
+
+
+def _amean(a: np.ndarray, dims: tuple) -> np.ndarray:
+    """ember's ``mean(dims, keepdim=True)`` on arrays: the sum in a's dtype, then / count."""
+    n = math.prod(a.shape[d] for d in dims)
+    out = a.sum(axis=dims, dtype=a.dtype, keepdims=True)
+    return out / n if n else xp_of(a).full_like(out, np.nan)
 
 
 def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor | None, mean, invstd,

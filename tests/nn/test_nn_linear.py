@@ -153,6 +153,32 @@ def test_seeded_dropout_is_torchs():
         np.testing.assert_array_equal(e.numpy(), t.numpy())
 
 
+@pytest.mark.parametrize("p", [0.1, 0.5, 1 / 3, 0.9, 1 - 2 ** -40])
+def test_seeded_dropout_masks_are_torchs(p):
+    # many draws per p, so the kept / dropped threshold is hit from both sides
+    ember.manual_seed(1)
+    torch.manual_seed(1)
+    e = ember.nn.functional.dropout(ember.ones(64, 1000), p)
+    t = torch.nn.functional.dropout(torch.ones(64, 1000), p)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_bernoulli_words_at_the_threshold():
+    # the pairs of 32-bit words whose 53-bit value sits at ceil(p * 2**53), below and above it,
+    # and a high word above: the integer comparison must agree with torch's doubles
+    import math
+
+    from ember._random import _bernoulli_53
+
+    for p in (0.9, 1 / 3, 2 ** -30):
+        t = math.ceil(p * 2.0 ** 53)
+        hi, lo = t >> 32, t & 0xFFFF_FFFF
+        words = [hi, lo - 1, hi, lo, hi, lo + 1, hi + 1, 0, hi | 7 << 21, lo - 1]
+        raw = np.array(words, dtype=np.uint64)
+        k = ((raw[0::2] & np.uint64((1 << 21) - 1)) << np.uint64(32)) | raw[1::2]
+        np.testing.assert_array_equal(_bernoulli_53(raw, p), k * 2.0 ** -53 < p)
+
+
 def _ints(*shape, high=10):
     return R.integers(0, high, size=shape).astype(np.int64)
 

@@ -35,7 +35,10 @@ def _masked(input: Tensor, p: float, mask_shape: tuple, inplace: bool) -> Tensor
     if p == 1.0:
         mask = np.zeros((), dtype=dt)
     else:
-        mask = _keep(input, p, mask_shape) / dt.type(1.0 - p)  # noise.div_(1 - p)
+        # noise.div_(1 - p) on 0/1 noise, in one pass: 1 / (1 - p) where kept, else 0
+        keep = bernoulli_sample(mask_shape, 1.0 - p)
+        mask = on_device_of(input._data, np.multiply(keep, dt.type(1.0) / dt.type(1.0 - p),
+                                                      dtype=dt))
     m = Tensor._make(mask)
     if inplace:
         return apply_inplace(input, lambda t: t * m)

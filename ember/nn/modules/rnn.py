@@ -330,10 +330,17 @@ class RNNCellBase(Module):
             raise RuntimeError(f"hidden{'[0]' if isinstance(self, LSTMCell) else ''} has "
                                f"inconsistent hidden_size: got {h.shape[-1]}, expected "
                                f"{hidden_size}")
+        _check_batch(x, h, 0)
         return x, h, batched
 
     def _zeros(self, x: Tensor) -> Tensor:
         return _creation.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+
+
+def _check_batch(x: Tensor, state: Tensor, k: int) -> None:
+    if state._data.shape[0] != x._data.shape[0]:
+        raise RuntimeError(f"Input batch size {x._data.shape[0]} doesn't match hidden{k} batch "
+                           f"size {state._data.shape[0]}")
 
 
 class RNNCell(RNNCellBase):
@@ -367,8 +374,9 @@ class LSTMCell(RNNCellBase):
             h = c = self._zeros(x)
         else:
             c = hx[1] if batched else hx[1].unsqueeze(0)
-        h, c = _lstm_cell(linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
-                          self.bias_hh)
+            _check_batch(x, c, 1)
+        h, c = _lstm_cell(x, h, c, self.weight_hh, self.bias_hh, w_ih=self.weight_ih,
+                          b_ih=self.bias_ih)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -382,8 +390,7 @@ class GRUCell(RNNCellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, h, batched = self._prepare(input, hx, self.hidden_size)
         h = self._zeros(x) if h is None else h
-        out = _gru_cell(linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
-                        self.bias_hh)
+        out = _gru_cell(x, h, self.weight_hh, self.bias_hh, self.weight_ih, self.bias_ih)
         return out if batched else out.squeeze(0)
 
 
