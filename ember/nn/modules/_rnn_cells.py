@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember._tensor import Tensor
+from ember.amp import _casting
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.nn._functional.linear import _check_dtypes, linear
@@ -214,6 +215,8 @@ def _step_op(base: type, layout: tuple) -> type:
 
 
 def _step(base: type, x: Tensor, h: Tensor, c, w_hh: Tensor, b_hh, w_ih, b_ih) -> tuple:
+    if _casting._state.on:  # an autocast region: the projections are linear ops, cast as such
+        h, w_hh, b_hh, x, w_ih, b_ih = _autocast_projections(h, w_hh, b_hh, x, w_ih, b_ih)
     for inp, w, b in ((h, w_hh, b_hh), (x, w_ih, b_ih)):  # linear's dtype errors
         if w is not None and (inp._data.dtype != w._data.dtype or
                               b is not None and b._data.dtype != w._data.dtype):
@@ -222,6 +225,17 @@ def _step(base: type, x: Tensor, h: Tensor, c, w_hh: Tensor, b_hh, w_ih, b_ih) -
     layout = tuple(r for r in ("x", "h", "c", "w_hh", "w_ih", "b_hh", "b_ih")
                    if ins[r] is not None)
     return _step_op(base, layout).apply(*(ins[r] for r in layout), layout=layout)
+
+
+def _autocast_projections(*ts) -> tuple:
+    """The step's two projections as autocast casts ``linear``'s operands (torch's composite
+    cell runs two listed ``linear`` ops); ``x`` is already a projection when ``w_ih`` is None."""
+    dev = "cpu" if isinstance(ts[0]._data, np.ndarray) else "cuda"
+    if not _casting._state.enabled[dev]:
+        return ts
+    to = _casting._state.dtype[dev]
+    h, w_hh, b_hh, x, w_ih, b_ih = (_casting._cast(t, to, dev) for t in ts)
+    return (h, w_hh, b_hh, x if w_ih is not None else ts[3], w_ih, b_ih)
 
 
 def _lstm_cell(x: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh, w_hr=None, w_ih=None,
