@@ -299,7 +299,8 @@ def test_as_strided(args):
     eo, to = check(lambda m, x: x.as_strided(*args), arr(6))
     assert eo.grad_fn.name() == to.grad_fn.name()
     fd_check(lambda x: ember.as_strided(x, *args), arr(6))
-    gradgrad_check(lambda x: ember.as_strided(x, *args) ** 2, arr(6))
+    if 0 not in args[0]:  # an empty view's gradient is zeros with no history, as in torch
+        gradgrad_check(lambda x: ember.as_strided(x, *args) ** 2, arr(6))
 
 
 def test_as_strided_shares_memory_and_errors():

@@ -22,6 +22,7 @@ _TRACE = graph.TRACE  # the same list object: one lookup per node on the hot pat
 
 
 def _root_edge(t):
+    t._sync()
     if t._grad_fn is not None:
         return t._grad_fn, t._output_nr
     if t._rg:

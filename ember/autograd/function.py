@@ -176,6 +176,9 @@ class Function(metaclass=FunctionMeta):
 
 
 def _edges(tensors) -> tuple:
+    for t in tensors:
+        if t._base is not None and t._vv != t._vc[0]:
+            t._sync()  # a view whose memory was written since its history was made
     return tuple(
         ((t._grad_fn, t._output_nr) if t._grad_fn is not None else (grad_accumulator(t), 0))
         if t._rg else (None, 0)

@@ -12,9 +12,11 @@ import warnings
 import numpy as np
 
 from ember._backend import xp_of
+from ember._creation import zeros_like
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops._common import keep_where, variant
 from ember.ops._promote import cast, float_arg, scalar
 from ember.ops.pointwise import ThresholdBackward, sigmoid, where
 
@@ -24,15 +26,40 @@ def _const(mask: np.ndarray, like: np.ndarray) -> Tensor:
     return Tensor._make(xp_of(mask).asarray(mask, dtype=like.dtype))
 
 
+class MaskedGrad(Op):
+    """``g`` times a derivative that is piecewise constant in ``x`` (``slope(x)``, an array),
+    +0 where that is 0 (even for a NaN ``g``): torch's leaky_relu_backward, hardtanh_backward,
+    ... Linear in ``g``; its gradient for ``x`` is zeros, defined (so a double backward reaches
+    ``x``, as in torch). Used under each torch node name through ``_masked``."""
+
+    saves = (1,)
+
+    @staticmethod
+    def forward(ctx, g, x, slope=None):
+        ctx.slope = slope
+        d = xp_of(x).asarray(slope(x), dtype=g.dtype)
+        return keep_where(d != 0, g * d)
+
+    @classmethod
+    def backward(cls, ctx, gg):
+        (x,) = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (cls.apply(gg, x, slope=ctx.slope) if need[0] else None), \
+            (zeros_like(gg) if need[1] else None)
+
+
+def _masked(g: Tensor, x: Tensor, node_name: str, slope) -> Tensor:
+    return variant(MaskedGrad, node_name).apply(g, x, slope=slope)
+
+
 # --- softmax family -------------------------------------------------------------------------
 
 
 def _stable_shift(x: np.ndarray, dim: int) -> np.ndarray:
-    m = x.max(axis=dim, keepdims=True)
-    # An infinite max (an all -inf row) must not turn the row into nan by (-inf) - (-inf).
-    if not np.isfinite(m).all():
-        m[~np.isfinite(m)] = 0
-    return x - m
+    """``x - max(x)`` along ``dim``, as torch's kernels: a row with +inf, or all -inf, gets
+    NaN from inf - inf, and so a NaN softmax."""
+    with np.errstate(invalid="ignore"):
+        return x - x.max(axis=dim, keepdims=True)
 
 
 class Softmax(Op):
@@ -45,7 +72,8 @@ class Softmax(Op):
         if x.size == 0:
             return x.copy()
         e = np.exp(_stable_shift(x, dim))
-        e /= e.sum(axis=dim, keepdims=True)
+        with np.errstate(invalid="ignore"):
+            e /= e.sum(axis=dim, keepdims=True)
         return e
 
     @staticmethod
@@ -69,7 +97,8 @@ class LogSoftmax(Op):
         if x.size == 0:
             return x.copy()
         s = _stable_shift(x, dim)
-        s -= np.log(np.exp(s).sum(axis=dim, keepdims=True))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s -= np.log(np.exp(s).sum(axis=dim, keepdims=True))
         return s
 
     @staticmethod
@@ -229,7 +258,9 @@ class LeakyRelu(Op):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * _const(np.where(x._data > 0, 1, ctx.slope), x._data)
+        slope = ctx.slope
+        return _masked(g, x, "LeakyReluBackwardBackward0",
+                       lambda a: np.where(a > 0, 1.0, slope))
 
 
 class Hardtanh(Op):
@@ -245,7 +276,7 @@ class Hardtanh(Op):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         lo, hi = ctx.bounds
-        return g * _const((x._data > lo) & (x._data < hi), x._data)
+        return _masked(g, x, "HardtanhBackwardBackward0", lambda a: (a > lo) & (a < hi))
 
 
 class Hardsigmoid(Op):
@@ -259,7 +290,7 @@ class Hardsigmoid(Op):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * _const(((x._data > -3) & (x._data < 3)) / 6, x._data)
+        return _masked(g, x, "HardsigmoidBackwardBackward0", lambda a: ((a > -3) & (a < 3)) / 6)
 
 
 class Hardswish(Op):
@@ -375,7 +406,9 @@ class Hardshrink(Op):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * _const(np.abs(x._data) > ctx.lambd, x._data)
+        lambd = ctx.lambd
+        return _masked(g, x, type(ctx).__name__[:-1] + "Backward0",
+                       lambda a: np.abs(a) > lambd)
 
 
 class Softshrink(Hardshrink):

@@ -73,7 +73,12 @@ class Index(Op):
     def forward(ctx, x, key=None, accumulate=True):
         ctx.shape, ctx.key, ctx.accumulate = x.shape, key, accumulate
         a = _np_steps(x, key[0])
-        return a[key[1]] if key[1] is not None else a.copy()
+        if key[1] is None:
+            return a.copy()
+        # NumPy lays fancy-indexing results out in its own order; torch's are contiguous (for
+        # a contiguous input), which views of the result depend on.
+        out = a[key[1]]
+        return out.copy() if out.ndim and not out.flags.c_contiguous else out
 
     @staticmethod
     def backward(ctx, g):
@@ -267,8 +272,7 @@ def _adv_key(adv: dict):
 def _plain_view(x: Tensor, a: np.ndarray) -> Tensor:
     """A view of ``x`` without history (the no-grad fast path of ``x[i]`` and ``x[a:b]``)."""
     t = Tensor._make(a)
-    t._base = x._base if x._base is not None else x
-    t._vc = x._vc
+    t._set_view_of(x)
     return t
 
 

@@ -9,7 +9,8 @@ from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._promote import cast
 from ember.ops.indexing import Index, IndexGrad
-from ember.ops.inplace import apply_inplace
+from ember.ops.inplace import _apply_inplace, apply_inplace
+from ember.ops.memory_overlap import check_partial
 from ember.ops.shape import broadcast_shapes
 
 
@@ -133,8 +134,11 @@ def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 
 def masked_fill_(x: Tensor, mask: Tensor, value) -> Tensor:
-    """In-place ``masked_fill``."""
-    return apply_inplace(x, masked_fill, mask, value)
+    """In-place ``masked_fill``: torch lets it write an expanded tensor, not one the mask
+    partly overlaps."""
+    if isinstance(mask, Tensor):
+        check_partial(x._data, mask._data)
+    return _apply_inplace(x, masked_fill, mask, value)
 
 
 def masked_scatter_(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:

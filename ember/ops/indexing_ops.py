@@ -278,6 +278,19 @@ class IndexSelect(Op):
 
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     """The entries of ``x`` at the 1-D ``index`` along ``dim``."""
+    if x.ndim == 0 and index.numel() != 1:
+        raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
+                           f"{index.numel()} value(s)")
+    if index._data.dtype.kind in "iu" and index.ndim <= 1:
+        # torch's index_select takes no negative indices
+        size = x._data.shape[_wrap_dim(dim, x.ndim)] if x.ndim else 1
+        bad = index._data.reshape(-1)
+        bad = bad[(bad < 0) | (bad >= size)]
+        if bad.size and x.ndim > 1 and not x._data.size:
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(bad[0])} "
+                               f"axis_dim={size}")
+        if bad.size:
+            raise IndexError("index out of range in self")
     d, idx = _check_vector_index(x, dim, index, "index_select")
     return IndexSelect.apply(x, index=idx, dim=d)
 

@@ -13,6 +13,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
 from ember.ops._promote import cast
 
 
@@ -110,8 +111,6 @@ def concatenate(tensors, axis: int = 0, *, out=None) -> Tensor:
 
 def _write_out(out: Tensor, res: Tensor, fname: str) -> Tensor:
     """torch's ``out=``: written in place when the shape fits, else resized (with a warning)."""
-    from ember.autograd.grad_mode import STATE
-
     if STATE.enabled and (res._rg or out._rg):
         raise RuntimeError(f"{fname}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
@@ -150,11 +149,11 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     ref = tensors[0]._data.shape
+    d = _wrap_dim(dim, len(ref) + 1)  # checked first, as in torch
     for i, t in enumerate(tensors):
         if t._data.shape != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(ref)} at entry 0 and {list(t.shape)} at entry {i}")
-    d = _wrap_dim(dim, len(ref) + 1)
     dt = tensors[0].dtype
     for t in tensors[1:]:
         dt = _dtype.promote_types(dt, t.dtype)
@@ -256,10 +255,10 @@ class Unbind(Op):
 
 
 def _views(x: Tensor, outs: tuple) -> tuple:
-    for i, o in enumerate(outs):
+    for o in outs:
         o._set_view_of(x)
-        if o._grad_fn is not None:  # torch refuses in-place writes into these (see write_at)
-            o.__dict__["_multi_view"] = (i, o._grad_fn.name())
+        if STATE.enabled:  # torch refuses in-place writes that reach these (view_history.py)
+            o._get_aux().multi_view = True
     return outs
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ember import _backend, _dtype
 from ember._backend import device_of, to_device
+from ember._creation import zeros_like
 from ember._tensor import Tensor
 from ember.autograd.function import Op, OpNode
 from ember.ops._common import elementwise_op, float_unary, keep_where, quiet
@@ -165,7 +166,7 @@ class Div(Op):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
         ga = g / b if need[0] else None
-        gb = -g * a / (b * b) if need[1] else None
+        gb = -g * ((a / b) / b) if need[1] else None  # torch's order of operations
         return ga, gb
 
 
@@ -374,7 +375,8 @@ Relu = elementwise_op("Relu", lambda x: np.maximum(x, 0),
 class ThresholdBackward(Op):
     """torch's ``threshold_backward``: ``g`` where ``x > threshold``, else 0, the gradient of
     relu and threshold. A select, not ``g * mask``: a NaN in ``g`` is dropped where the input
-    was cut off, as in torch. Linear in ``g``, so its own gradient is itself."""
+    was cut off, as in torch. Linear in ``g``, so its own gradient is itself; for ``x`` it is
+    zeros, but defined, so that a double backward reaches ``x`` (torch's zeros_like(grad))."""
 
     node_name = "ThresholdBackwardBackward0"
     saves = (1,)
@@ -387,7 +389,9 @@ class ThresholdBackward(Op):
     @staticmethod
     def backward(ctx, gg):
         (x,) = ctx.saved_tensors
-        return ThresholdBackward.apply(gg, x, threshold=ctx.threshold), None
+        need = ctx.needs_input_grad
+        return (ThresholdBackward.apply(gg, x, threshold=ctx.threshold) if need[0] else None), \
+            (zeros_like(gg) if need[1] else None)
 
 exp = float_unary(Exp, "exp", "Elementwise e**x.")
 log = float_unary(Log, "log", "Natural logarithm (-inf at 0, NaN below).")
@@ -411,6 +415,10 @@ class Where(Op):
     @staticmethod
     def forward(ctx, a, b, cond=None):
         ctx.cond = cond
+        if a.shape != cond.shape or b.shape != cond.shape:
+            # The condition may broadcast a and b even where their shapes agree: the engine
+            # sums each gradient back to its input's shape.
+            ctx._shapes = (a.shape, b.shape)
         return np.where(cond, a, b)
 
     @staticmethod

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
+from ember._creation import zeros_like
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._common import elementwise_op, public, quiet
@@ -149,8 +150,9 @@ def fmod(a, b) -> Tensor:
 
 
 def _zero_grad(g: Tensor) -> Tensor:
-    """The gradient of a piecewise-constant op (floor, sign, ...): zero everywhere."""
-    return g * 0
+    """The gradient of a piecewise-constant op (floor, sign, ...): zeros, with no history (even
+    under create_graph), as torch's zeros_like(grad)."""
+    return zeros_like(g)
 
 
 def _round_decimals(x, decimals=0):
@@ -286,18 +288,31 @@ class ClampT(Op):
 
     @staticmethod
     def backward(ctx, g):
+        # torch's clamp_backward_min_max, in-place logical ops and their shape errors included.
         x, lo, hi = ctx.saved_tensors
         has_lo, has_hi = ctx.has
         need = ctx.needs_input_grad
         zero = g.new_zeros(())
-        keep = (x >= lo) & (x <= hi) if has_lo and has_hi else (x >= lo) if has_lo else x <= hi
-        gx = where(keep, g, zero) if need[0] else None
-        # Where min > max the result is max, so max takes the gradient there.
-        glo = where((x < lo) & (lo <= hi) if has_hi else x < lo, g, zero) \
-            if has_lo and need[1] else None
-        ghi = where((x > hi) | (lo > hi) if has_lo else x > hi, g, zero) \
-            if has_hi and need[2] else None
+        if not (has_lo and has_hi):
+            keep, other = (x >= lo, x < lo) if has_lo else (x <= hi, x > hi)
+            gb = where(other, g, zero) if need[1 if has_lo else 2] else None
+            return (where(keep, g, zero) if need[0] else None,
+                    gb if has_lo else None, None if has_lo else gb)
+        gx = where(_inplace_mask(x >= lo, x <= hi, "and"), g, zero) if need[0] else None
+        # Where min >= max the result is max: min gets no gradient there, max all of it.
+        glo = where(_inplace_mask(x < lo, lo < hi, "and"), g, zero) if need[1] else None
+        ghi = where(_inplace_mask(x > hi, hi < lo, "or"), g, zero) if need[2] else None
         return gx, glo, ghi
+
+
+def _inplace_mask(a: Tensor, b: Tensor, how: str) -> Tensor:
+    """``a.logical_and_(b)`` (or ``logical_or_``), as torch's clamp backward computes it: ``a``
+    cannot grow to the broadcast shape."""
+    shape = np.broadcast_shapes(a._data.shape, b._data.shape)
+    if shape != a._data.shape:
+        raise RuntimeError(f"output with shape {list(a.shape)} doesn't match the broadcast shape "
+                           f"{list(shape)}")
+    return (a & b) if how == "and" else (a | b)
 
 
 class _Pairwise(Op):

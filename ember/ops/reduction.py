@@ -185,6 +185,8 @@ class Prod(Op):
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
+        if not x.ndim:  # torch returns grad itself (no history through x)
+            return g
         dims = ctx.dims if ctx.dims is not None else tuple(range(x.ndim))
         g = unsqueeze_to(g, x.shape, dims, ctx.keepdim)
         out = unsqueeze_to(out, x.shape, dims, ctx.keepdim)
@@ -220,8 +222,8 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 # --- variance and standard deviation ----------------------------------------------------------
 
 
-def _var_fwd(ctx, x, dims, keepdim, correction):
-    ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
+def _var_fwd(ctx, x, dims, keepdim, correction, whole):
+    ctx.dims, ctx.keepdim, ctx.correction, ctx.whole = dims, keepdim, correction, whole
     n = reduced_size(x.shape, dims)
     ctx.dof = max(0, n - correction)
     m = x.sum(axis=dims, keepdims=True) / n if n else np.full(
@@ -235,6 +237,8 @@ def _var_fwd(ctx, x, dims, keepdim, correction):
 
 def _var_grad(ctx, x: Tensor, g: Tensor) -> Tensor:
     """d var / d x applied to ``g`` (which has keepdim layout)."""
+    if ctx.whole and not ctx.dof:  # torch: grad * NaN, independent of x
+        return g.expand(x.shape) * float("nan")
     centered = x - x.mean(ctx.dims, keepdim=True)
     return g * centered * (2.0 / ctx.dof if ctx.dof else float("inf"))
 
@@ -253,8 +257,8 @@ class Var(Op):
     saves = (0,)
 
     @staticmethod
-    def forward(ctx, x, dims=(), keepdim=False, correction=1):
-        return _var_fwd(ctx, x, dims, keepdim, correction)[0]
+    def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
+        return _var_fwd(ctx, x, dims, keepdim, correction, whole)[0]
 
     @staticmethod
     def backward(ctx, g):
@@ -268,8 +272,8 @@ class Std(Op):
     saves_output = True
 
     @staticmethod
-    def forward(ctx, x, dims=(), keepdim=False, correction=1):
-        return np.sqrt(_var_fwd(ctx, x, dims, keepdim, correction)[0])
+    def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
+        return np.sqrt(_var_fwd(ctx, x, dims, keepdim, correction, whole)[0])
 
     @staticmethod
     def backward(ctx, g):
@@ -283,8 +287,8 @@ class VarMean(Op):
     saves = (0,)
 
     @staticmethod
-    def forward(ctx, x, dims=(), keepdim=False, correction=1):
-        return _var_fwd(ctx, x, dims, keepdim, correction)
+    def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
+        return _var_fwd(ctx, x, dims, keepdim, correction, whole)
 
     @staticmethod
     def backward(ctx, gv, gm):
@@ -307,8 +311,8 @@ class StdMean(Op):
     saves = (0,)
 
     @staticmethod
-    def forward(ctx, x, dims=(), keepdim=False, correction=1):
-        var, m = _var_fwd(ctx, x, dims, keepdim, correction)
+    def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
+        var, m = _var_fwd(ctx, x, dims, keepdim, correction, whole)
         return np.sqrt(var), m
 
     @staticmethod
@@ -335,7 +339,9 @@ def _var_args(name: str, x: Tensor, dim, unbiased, keepdim, correction):
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the reduction factor (input numel divided by output numel).",
                       UserWarning, stacklevel=3)
-    return dict(dims=dims, keepdim=keepdim, correction=correction)
+    # whole: a reduction over everything (dim=None or a 0-d input), as torch's var_backward
+    # tells it apart from one over all the dims listed
+    return dict(dims=dims, keepdim=keepdim, correction=correction, whole=dim is None or not x.ndim)
 
 
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:

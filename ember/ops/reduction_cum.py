@@ -82,7 +82,7 @@ class Cumprod(_Cumulative):
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         d = ctx.dim
-        if d is None:  # 0-d input
+        if d is None or x._data.shape[d] == 1 or x._data.size <= 1:  # torch: grad itself
             return g
         zero = x._data == 0
         if not zero.any():

@@ -11,6 +11,7 @@ import numpy as np
 from ember import return_types
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops.pointwise import where
 from ember.ops.reduction import norm_dims, numpy_aliases, unsqueeze_to
 from ember.ops.sorting import _Selection, scalar_selection
 
@@ -27,7 +28,9 @@ def evenly_distribute(g: Tensor, x: Tensor, out: Tensor, dims=None, keepdim=True
     hit = x._data == out._data
     if dims is None and x._data.dtype.kind == "f" and np.isnan(out._data).any():
         hit = hit | (np.isnan(x._data) & np.isnan(out._data))
-    count = np.sum(hit, axis=dims, keepdims=True) if dims is not None else hit.sum()
+    if dims is None:  # torch writes grad / count at the hits into zeros: a NaN grad stays there
+        return where(Tensor._make(hit), g / (int(hit.sum()) or 1), 0.0)
+    count = np.sum(hit, axis=dims, keepdims=True)
     with np.errstate(invalid="ignore"):  # 0/0: NaN gradients where torch has them too
         mask = Tensor._make((hit / count).astype(x._data.dtype))
     return g * mask

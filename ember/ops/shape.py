@@ -6,11 +6,12 @@ through the result show in the base and the two share a version counter.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
-from ember._backend import xp_of
+from ember._backend import as_strided, xp_of
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
 
@@ -122,6 +123,7 @@ def _view_dtype(x: Tensor, dtype) -> Tensor:
                                f"{a.shape[-1]}")
     out = Tensor._make(a.view(dt.np))
     out._set_view_of(x)
+    out._vv = None  # not differentiable
     return out
 
 
@@ -159,7 +161,8 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if s == e:
         return x
     shp = x.shape
-    return reshape(x, (*shp[:s], -1, *shp[e + 1:]))
+    n = math.prod(shp[s:e + 1])  # not -1: it is ambiguous in an empty tensor
+    return reshape(x, (*shp[:s], n, *shp[e + 1:]))
 
 
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
@@ -217,6 +220,8 @@ def movedim(x: Tensor, source, destination) -> Tensor:
     n = x.ndim
     src = tuple(_wrap_dim(d, n) for d in src)
     dst = tuple(_wrap_dim(d, n) for d in dst)
+    if n == 0:
+        return Permute.apply(x, dims=())
     if len(set(src)) != len(src):
         raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
     if len(set(dst)) != len(dst):
@@ -234,7 +239,7 @@ class Transpose(Op):
     @staticmethod
     def forward(ctx, x, d0=0, d1=1):
         ctx.d0, ctx.d1 = d0, d1
-        return np.swapaxes(x, d0, d1)
+        return np.swapaxes(x, d0, d1) if x.ndim else x.view()  # 0-d: dims 0 and -1 are fine
 
     @staticmethod
     def backward(ctx, g):
@@ -375,7 +380,12 @@ class Expand(Op):
     @staticmethod
     def forward(ctx, x, shape=None):
         ctx.shape = x.shape
-        return np.broadcast_to(x, shape)
+        # Writeable, unlike np.broadcast_to: torch lets fill_, index_put_, masked_fill_ write
+        # an expanded tensor; the ops that must not refuse it (ember/ops/memory_overlap.py).
+        lead = len(shape) - x.ndim
+        strides = (0,) * lead + tuple(0 if n == 1 and m != 1 else st for n, m, st in
+                                      zip(x.shape, shape[lead:], x.strides))
+        return as_strided(x, shape, strides, writeable=True)
 
     @staticmethod
     def backward(ctx, g):

@@ -1,0 +1,154 @@
+"""Compare a program's run in ember with its run in torch.
+
+Values are compared relative to their magnitude, with a tolerance that also grows where torch's
+own result is ill-conditioned. A third run, torch in float64 on inputs perturbed by a relative
+``PERTURB[dtype]`` (a few times the rounding of the program's dtype), measures that. An element
+may differ from torch by ``RTOL * (|t| + 0.01 * max(max|t|, 1)) + 4 * |t - reference|``: inputs
+and upstream gradients are of order 1, so rounding errors are at least of order RTOL / 100.
+Where torch's result jumps under the perturbation (a comparison near a tie, a branch of
+``where``, overflow), the tolerance becomes as large as the jump, so such elements are in effect
+skipped; where the reference run changes a shape, an integer or boolean element, or where it
+raises (or stops) differently, that value (or the whole program) is skipped. Exceptions must
+match in the line that raises and in type (ember's type may be a subclass of torch's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+import ember
+
+from .execute import Result, Snap, run
+from .program import Program
+
+RTOL = {"float32": 1e-4, "float64": 1e-10}
+PERTURB = {"float32": 2.0 ** -20, "float64": 2.0 ** -43}
+_KIND = {"g0": "grad", "g": "grad", "gg": "gradgrad"}
+
+
+@dataclasses.dataclass
+class Disagreement:
+    kind: str  # exception, forward, grad, gradgrad, requires_grad, dtype, shape, none
+    where: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"[{self.kind}] {self.where}: {self.detail}"
+
+
+@dataclasses.dataclass
+class Report:
+    disagreements: list
+    skipped: str | None = None  # why the program as a whole was not compared
+
+
+def compare(program: Program) -> Report:
+    """Run ``program`` in ember, torch, and torch's float64 reference; list disagreements."""
+    t = run(program, torch)
+    r = run(program, torch, "float64", PERTURB[program.dtype])
+    e = run(program, ember)
+    return diff(program, e, t, r)
+
+
+def _err(res: Result):
+    return None if res.error is None else (res.error[0], res.error[1].__name__)
+
+
+def diff(program: Program, e: Result, t: Result, r: Result) -> Report:
+    if _err(t) != _err(r):
+        return Report([], f"torch stops differently in the reference run: {_err(t)} vs "
+                          f"{_err(r)}")
+    out = []
+    lines = program.body()
+    if t.error is not None or e.error is not None:
+        ok = t.error is not None and e.error is not None and t.error[0] == e.error[0] and (
+            issubclass(e.error[1], t.error[1]) or e.error[1].__name__ == t.error[1].__name__)
+        if not ok:
+            out.append(Disagreement("exception", _where(lines, t.error, e.error),
+                                    f"torch: {_show(t.error)}; ember: {_show(e.error)}"))
+            return Report(out)
+    rtol = RTOL[program.dtype]
+    for name, tv in t.values.items():
+        if name not in e.values:
+            out.append(Disagreement("forward", name, "missing in ember"))
+            continue
+        kind = _KIND.get(name, "forward")
+        _compare(out, kind, name, e.values[name], tv, r.values.get(name), rtol)
+    return Report(out)
+
+
+def _where(lines, te, ee) -> str:
+    i = min(x[0] for x in (te, ee) if x is not None)
+    return f"line {i}: {lines[i]}"
+
+
+def _show(err) -> str:
+    return "no exception" if err is None else f"{err[1].__name__}: {err[2][:200]}"
+
+
+def _compare(out: list, kind: str, name: str, ev, tv, rv, rtol: float) -> None:
+    if isinstance(tv, list):
+        if not isinstance(ev, list) or len(ev) != len(tv):
+            out.append(Disagreement(kind, name, f"torch {_brief(tv)}, ember {_brief(ev)}"))
+            return
+        rv = rv if isinstance(rv, list) and len(rv) == len(tv) else [None] * len(tv)
+        for i, (a, b, c) in enumerate(zip(ev, tv, rv)):
+            _compare(out, kind, f"{name}[{i}]", a, b, c, rtol)
+        return
+    if not isinstance(tv, Snap):
+        if ev != tv and rv == tv:
+            out.append(Disagreement(kind, name, f"torch {tv!r}, ember {ev!r}"))
+        return
+    if not isinstance(ev, Snap):
+        out.append(Disagreement("none" if ev is None else kind, name,
+                                f"torch a tensor, ember {_brief(ev)}"))
+        return
+    if ev.dtype != tv.dtype:
+        out.append(Disagreement("dtype", name, f"torch {tv.dtype}, ember {ev.dtype}"))
+    if ev.requires_grad != tv.requires_grad:
+        out.append(Disagreement("requires_grad", name,
+                                f"torch {tv.requires_grad}, ember {ev.requires_grad}"))
+    ref_ok = isinstance(rv, Snap) and rv.shape == tv.shape
+    if ev.shape != tv.shape:
+        if ref_ok:
+            out.append(Disagreement("shape", name, f"torch {tv.shape}, ember {ev.shape}"))
+        return
+    if not ref_ok:
+        return
+    bad = _mismatch(ev.values, tv.values, rv.values, max(rtol, RTOL.get(tv.dtype, 0.0)))
+    if bad is not None:
+        out.append(Disagreement(kind, name, bad))
+
+
+def _brief(v) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_brief(x) for x in v) + "]"
+    if isinstance(v, Snap):
+        return f"tensor{list(v.shape)}"
+    return repr(v)
+
+
+def _mismatch(e: np.ndarray, t: np.ndarray, r: np.ndarray, rtol: float) -> str | None:
+    """None if ``e`` matches ``t`` within the tolerance above, else a description."""
+    if t.dtype.kind not in "fc":
+        bad = (e != t) & (r.astype(t.dtype) == t)
+    else:
+        e64, t64, r64 = (np.asarray(x, np.float64) for x in (e, t, r))
+        with np.errstate(all="ignore"):
+            same_t = (e64 == t64) | (np.isnan(e64) & np.isnan(t64))
+            noise = np.where((r64 == t64) | (np.isnan(r64) & np.isnan(t64)), 0.0,
+                             np.abs(t64 - r64))
+            noise = np.where(np.isnan(noise), np.inf, noise)
+            finite = np.abs(t64[np.isfinite(t64)])
+            scale = finite.max() if finite.size else 0.0
+            allowed = rtol * (np.abs(t64) + 0.01 * max(scale, 1.0)) + 4 * noise
+            err = np.abs(e64 - t64)
+            bad = ~same_t & ~(err <= allowed)
+    if not bad.any():
+        return None
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    return (f"{int(bad.sum())} of {bad.size} elements differ, e.g. at {list(idx)}: torch "
+            f"{t[idx]!r}, ember {e[idx]!r}")
