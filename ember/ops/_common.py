@@ -43,6 +43,13 @@ def keep_where(mask: np.ndarray, a: np.ndarray) -> np.ndarray:
     return out.view(a.dtype)
 
 
+def c_order(a):
+    """``a`` in C order: torch's reductions, scans, softmax and cat give contiguous results
+    whatever the input's layout (NumPy keeps the input's), which views of them depend on."""
+    flags = getattr(a, "flags", None)
+    return a if flags is None or flags.c_contiguous else a.copy()
+
+
 def quiet(fn):
     """``fn`` with NumPy's divide/invalid/overflow warnings off: torch returns inf and NaN
     silently (log(0), sqrt(-1), exp(1000)), and so must ember."""

@@ -16,7 +16,7 @@ from ember._creation import zeros_like
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.ops._common import keep_where, variant
+from ember.ops._common import c_order, keep_where, variant
 from ember.ops._promote import cast, float_arg, scalar
 from ember.ops.pointwise import ThresholdBackward, sigmoid, where
 
@@ -71,7 +71,7 @@ class Softmax(Op):
         ctx.dim = dim
         if x.size == 0:
             return x.copy()
-        e = np.exp(_stable_shift(x, dim))
+        e = c_order(np.exp(_stable_shift(x, dim)))
         with np.errstate(invalid="ignore"):
             e /= e.sum(axis=dim, keepdims=True)
         return e
@@ -96,7 +96,7 @@ class LogSoftmax(Op):
         ctx.dim = dim
         if x.size == 0:
             return x.copy()
-        s = _stable_shift(x, dim)
+        s = c_order(_stable_shift(x, dim))
         with np.errstate(invalid="ignore", divide="ignore"):
             s -= np.log(np.exp(s).sum(axis=dim, keepdims=True))
         return s

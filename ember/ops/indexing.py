@@ -17,6 +17,7 @@ from ember._backend import add_at
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops._layout import broadcast_strides, element_strides, iterator_order, laid_out
 from ember.ops.shape import Alias, Unsqueeze
 from ember.ops.shape_strided import region_view
 
@@ -75,14 +76,34 @@ class Index(Op):
         a = _np_steps(x, key[0])
         if key[1] is None:
             return a.copy()
-        # NumPy lays fancy-indexing results out in its own order; torch's are contiguous (for
-        # a contiguous input), which views of the result depend on.
         out = a[key[1]]
-        return out.copy() if out.ndim and not out.flags.c_contiguous else out
+        return _torch_layout(a, key[1], out) if out.ndim > 1 else out
 
     @staticmethod
     def backward(ctx, g):
         return IndexGrad.apply(g, key=ctx.key, shape=ctx.shape, accumulate=ctx.accumulate)
+
+
+def _torch_layout(a: np.ndarray, adv: tuple, out: np.ndarray) -> np.ndarray:
+    """``a[adv]`` (``out``) laid out as torch's index kernel lays it out: a TensorIterator over
+    ``a`` with the indexed dims replaced by the index shape (stride 0) and the index arrays.
+    Indexed dims that are not adjacent go first, as in NumPy."""
+    items = list(adv) + [slice(None)] * (a.ndim - len(adv))
+    dims = [d for d, k in enumerate(items) if not isinstance(k, slice)]
+    arrays = [items[d] for d in dims]
+    bshape = np.broadcast_shapes(*(i.shape for i in arrays))
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        before, after = list(range(dims[0])), list(range(dims[-1] + 1, a.ndim))
+    else:
+        before, after = [], [d for d in range(a.ndim) if d not in dims]
+    st = element_strides(a)
+    nb, na = len(before), len(after)
+    operands = [(out.shape, (*(st[d] for d in before), *(0,) * len(bshape),
+                             *(st[d] for d in after)))]
+    for i in arrays:
+        bst = broadcast_strides(bshape, i.shape, element_strides(i))
+        operands.append((out.shape, (0,) * nb + bst + (0,) * na))
+    return laid_out(out, iterator_order(out.shape, operands))
 
 
 class IndexGrad(Op):

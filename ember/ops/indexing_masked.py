@@ -7,6 +7,7 @@ import numpy as np
 from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._common import c_order
 from ember.ops._promote import cast
 from ember.ops.indexing import Index, IndexGrad
 from ember.ops.inplace import _apply_inplace, apply_inplace
@@ -30,7 +31,8 @@ class MaskedFill(Op):
     @staticmethod
     def forward(ctx, x, mask=None, value=0):
         ctx.mask = mask
-        return np.where(mask, xp_of(x).asarray(value).astype(x.dtype), x)
+        # torch's masked_fill is clone(contiguous_format).masked_fill_: a contiguous result
+        return c_order(np.where(mask, xp_of(x).asarray(value).astype(x.dtype), x))
 
     @staticmethod
     def backward(ctx, g):
@@ -43,7 +45,7 @@ class MaskedFillTensor(Op):
     @staticmethod
     def forward(ctx, x, v, mask=None):
         ctx.mask = mask
-        return np.where(mask, v, x)
+        return c_order(np.where(mask, v, x))
 
     @staticmethod
     def backward(ctx, g):

@@ -193,11 +193,11 @@ def setitem(x: Tensor, key, value) -> None:
         return
     try:
         steps, adv, ints = _parse(x._data.shape, key)
-    except IndexError:
-        if value is x and x._data.shape[:1] != (1,) and any(
+    except IndexError as e:  # an index array out of bounds: torch's index_put_ checks overlap first
+        if "out of bounds" in str(e) and value is x and x._data.shape[:1] != (1,) and any(
                 isinstance(k, list | Tensor | np.ndarray)
                 for k in (key if isinstance(key, tuple) else (key,))):
-            check_none(x._data, x._data)  # torch's index_put_ checks overlap first
+            check_none(x._data, x._data)
         raise
     steps = _drop_full_slices(steps, x._data.shape)
     _check_overlap(_np_steps(x._data, steps), value._data if type(value) is Tensor else None,
@@ -240,7 +240,7 @@ def _check_overlap(target: np.ndarray, v, advanced: bool, ints: bool) -> None:
         if v is not None and (ints or v.ndim):
             # torch puts the value without its leading 1-dims (a view: not the same tensor)
             lead = next((i for i, n in enumerate(v.shape) if n != 1), v.ndim)
-            check_none(target, v[(0,) * lead] if lead else v)
+            check_none(target, v.reshape(v.shape[lead:]) if lead else v)
         return
     check_internal(target)
     if v is not None and (v.ndim or not target.ndim):

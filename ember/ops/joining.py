@@ -14,6 +14,7 @@ from ember import _dtype
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops._common import c_order
 from ember.ops._promote import cast
 
 
@@ -42,9 +43,9 @@ class Cat(Op):
         ctx.dim, ctx.skip = dim, skip
         ctx.sizes = [a.shape[dim] if a.ndim > dim else 0 for a in arrays]
         if skip is None:
-            return np.concatenate(arrays, axis=dim)
+            return c_order(np.concatenate(arrays, axis=dim))
         kept = [a for a, s in zip(arrays, skip) if not s]
-        return np.concatenate(kept, axis=dim) if kept else np.zeros(0, arrays[0].dtype,
+        return c_order(np.concatenate(kept, axis=dim)) if kept else np.zeros(0, arrays[0].dtype,
                                                                      like=arrays[0])
 
     @staticmethod
@@ -136,7 +137,7 @@ class Stack(Op):
     @staticmethod
     def forward(ctx, *arrays, dim=0):
         ctx.dim = dim
-        return np.stack(arrays, axis=dim)
+        return c_order(np.stack(arrays, axis=dim))
 
     @staticmethod
     def backward(ctx, g):

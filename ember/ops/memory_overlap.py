@@ -18,7 +18,7 @@ _PARTIAL = ("unsupported operation: some elements of the input tensor and the wr
             "operation.")
 
 
-def _dense(a: np.ndarray) -> bool:
+def is_dense(a: np.ndarray) -> bool:
     """torch's is_non_overlapping_and_dense: the elements fill a block, in some dim order."""
     if a.flags.c_contiguous or a.flags.f_contiguous:
         return True
@@ -38,7 +38,7 @@ def _span(a: np.ndarray) -> tuple:
 
 def has_internal_overlap(a: np.ndarray) -> bool:
     """Whether elements of ``a`` share memory (as torch decides it: a 0 stride, size > 1)."""
-    return a.size > 1 and not _dense(a) and any(
+    return a.size > 1 and not is_dense(a) and any(
         st == 0 and n > 1 for n, st in zip(a.shape, a.strides))
 
 
@@ -58,7 +58,7 @@ def _status(out: np.ndarray, inp: np.ndarray) -> str:
         return "full"
     if not out.size or not inp.size or (out.base is None and inp.base is None):
         return "no"  # two arrays that own their memory are distinct allocations
-    if not _dense(out) or not _dense(inp):
+    if not is_dense(out) or not is_dense(inp):
         return "no"
     (a0, a1), (b0, b1) = _span(out), _span(inp)
     if a0 == b0 and a1 == b1:

@@ -17,6 +17,7 @@ from ember._tensor import Tensor
 from ember.autograd.function import Op, OpNode
 from ember.ops._common import elementwise_op, float_unary, keep_where, quiet
 from ember.ops._promote import binary_args, scalar
+from ember.ops.memory_overlap import is_dense
 
 
 class ToCopy(Op):
@@ -49,8 +50,9 @@ class Clone(Op):
     node_name = "CloneBackward0"
 
     @staticmethod
-    def forward(ctx, x, memory_format=None):
-        return x.copy()
+    def forward(ctx, x, order="K"):
+        # preserve_format: a dense input's layout is kept, any other input's is C order
+        return x.copy(order=order if is_dense(x) else "C")
 
     @staticmethod
     def backward(ctx, g):
@@ -58,7 +60,8 @@ class Clone(Op):
 
 
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
-    """A copy of ``x`` that stays in the graph (CloneBackward0)."""
+    """A copy of ``x`` that stays in the graph (CloneBackward0), laid out like ``x`` (torch's
+    preserve_format)."""
     return Clone.apply(x)
 
 

@@ -17,6 +17,7 @@ from ember import _dtype
 from ember._backend import xp_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops._common import c_order
 from ember.ops.pointwise import DivScalar, where
 
 
@@ -88,7 +89,7 @@ class Sum(Op):
     @staticmethod
     def forward(ctx, x, dims=None, keepdim=False, dtype=None):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        return x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim)
+        return c_order(x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, g):
@@ -115,7 +116,7 @@ class Mean(Op):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         n = reduced_size(x.shape, dims)
         ctx.n = n
-        out = x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim)
+        out = c_order(x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim))
         return out / n if n else np.full_like(out, np.nan)  # a Python int keeps float32
 
     @staticmethod
@@ -180,7 +181,7 @@ class Prod(Op):
     @staticmethod
     def forward(ctx, x, dims=None, keepdim=False, dtype=None):
         ctx.dims, ctx.keepdim = dims, keepdim
-        return np.prod(x, axis=dims, keepdims=keepdim, dtype=dtype.np)
+        return c_order(np.prod(x, axis=dims, keepdims=keepdim, dtype=dtype.np))
 
     @staticmethod
     def backward(ctx, g):
@@ -258,7 +259,7 @@ class Var(Op):
 
     @staticmethod
     def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
-        return _var_fwd(ctx, x, dims, keepdim, correction, whole)[0]
+        return c_order(_var_fwd(ctx, x, dims, keepdim, correction, whole)[0])
 
     @staticmethod
     def backward(ctx, g):
@@ -273,7 +274,7 @@ class Std(Op):
 
     @staticmethod
     def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
-        return np.sqrt(_var_fwd(ctx, x, dims, keepdim, correction, whole)[0])
+        return c_order(np.sqrt(_var_fwd(ctx, x, dims, keepdim, correction, whole)[0]))
 
     @staticmethod
     def backward(ctx, g):
@@ -379,7 +380,7 @@ class Logsumexp(Op):
             m = np.max(x, axis=dims, keepdims=True)
             m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
             out = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
-        return out if keepdim else np.squeeze(out, dims)
+        return c_order(out if keepdim else np.squeeze(out, dims))
 
     @staticmethod
     def backward(ctx, g):
@@ -398,7 +399,7 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
 def _logical(np_fn):
     def reduce(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
         dims = None if dim is None else norm_dims(dim, x.ndim)
-        out = np_fn(x._data, axis=dims, keepdims=keepdim and dims is not None)
+        out = c_order(np_fn(x._data, axis=dims, keepdims=keepdim and dims is not None))
         return Tensor._make(out.astype(np.uint8) if x._data.dtype == np.uint8 else out)
     reduce.__name__ = np_fn.__name__
     return reduce

@@ -9,6 +9,7 @@ from ember._backend import accumulate
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops._common import c_order
 from ember.ops.pointwise import where
 from ember.ops.reduction import numpy_aliases
 from ember.ops.sorting import put_along, scalar_selection
@@ -45,7 +46,7 @@ class _Cumulative(Op):
         ctx.dim = dim
         if dim is None:
             return x.astype(dtype.np)
-        return cls.fn(x, axis=dim, dtype=dtype.np)
+        return c_order(cls.fn(x, axis=dim, dtype=dtype.np))
 
 
 def _cumulative(op, x: Tensor, dim: int, dtype) -> Tensor:

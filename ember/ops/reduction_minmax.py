@@ -11,6 +11,7 @@ import numpy as np
 from ember import return_types
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops._common import c_order
 from ember.ops.pointwise import where
 from ember.ops.reduction import norm_dims, numpy_aliases, unsqueeze_to
 from ember.ops.sorting import _Selection, scalar_selection
@@ -74,7 +75,7 @@ class _ExtremeDim(_Selection):
         idx = cls.argfn(x, axis=dim, keepdims=True)
         ctx.idx, ctx.dim, ctx.shape, ctx.keepdim = idx, dim, x.shape, keepdim
         vals = cls.valfn(x, axis=dim, keepdims=keepdim)
-        return vals, (idx if keepdim else idx.squeeze(dim))
+        return c_order(vals), c_order(idx if keepdim else idx.squeeze(dim))
 
 
 class MaxDim(_ExtremeDim):
@@ -133,7 +134,7 @@ class _AExtreme(Op):
     @classmethod
     def forward(cls, ctx, x, dims=(), keepdim=False):
         ctx.dims, ctx.keepdim = dims, keepdim
-        return cls.fn(x, axis=dims, keepdims=keepdim)
+        return c_order(cls.fn(x, axis=dims, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, g):

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ember._backend import as_strided, xp_of
+from ember._backend import as_strided
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
 
@@ -135,9 +135,9 @@ def reshape(x: Tensor, *shape) -> Tensor:
     try:
         np.reshape(x._data, shape, copy=False)
     except ValueError:
-        from ember.ops.pointwise import clone
+        from ember.ops.pointwise import Clone
 
-        return UnsafeView.apply(clone(x), shape=shape)
+        return UnsafeView.apply(Clone.apply(x, order="C"), shape=shape)
     return View.apply(x, shape=shape)
 
 
@@ -167,6 +167,9 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     """Split dim ``dim`` into ``sizes`` (one may be -1): a view."""
+    if x.ndim == 0:
+        raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but "
+                           "tensor has no dimensions")
     d = _wrap_dim(dim, x.ndim)
     shp = x.shape
     sizes = tuple(int(s) for s in sizes)
@@ -471,11 +474,9 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
     """``x`` itself if C-contiguous, else a contiguous copy (CloneBackward0)."""
     if x._data.flags.c_contiguous:
         return x
-    from ember.ops.pointwise import clone
+    from ember.ops.pointwise import Clone
 
-    out = clone(x)
-    out._data = xp_of(out._data).ascontiguousarray(out._data)
-    return out
+    return Clone.apply(x, order="C")
 
 
 METHODS = {

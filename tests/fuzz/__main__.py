@@ -23,11 +23,12 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     ap.add_argument("--program", type=int, help="only this program: print it and its result")
     ap.add_argument("--shrink", type=int, default=5, help="shrink and print this many failures")
+    ap.add_argument("--layout", action="store_true", help="also compare results' strides")
     args = ap.parse_args(argv)
     if args.program is not None:
         prog = generate(args.seed, args.program, args.dtype)
         print(prog.text())
-        rep = compare(prog)
+        rep = compare(prog, args.layout)
         print("# skipped:", rep.skipped) if rep.skipped else None
         for d in rep.disagreements:
             print("#", d)
@@ -35,7 +36,7 @@ def main(argv=None) -> int:
     failures, skipped, t0 = [], 0, time.time()
     for i in range(args.start, args.start + args.n):
         prog = generate(args.seed, i, args.dtype)
-        rep = compare(prog)
+        rep = compare(prog, args.layout)
         skipped += rep.skipped is not None
         if rep.disagreements:
             failures.append((i, prog, rep))
@@ -44,9 +45,9 @@ def main(argv=None) -> int:
           f"{time.time() - t0:.0f} s: {len(failures)} disagree, {skipped} skipped as "
           "ill-conditioned")
     for i, prog, _ in failures[:args.shrink]:
-        small = shrink(prog)
+        small = shrink(prog, layout=args.layout)
         print(f"\n# --- program {i}, shrunk ---\n{small.text()}")
-        for d in compare(small).disagreements:
+        for d in compare(small, args.layout).disagreements:
             print("#", d)
     return 1 if failures else 0
 

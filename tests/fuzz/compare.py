@@ -45,19 +45,20 @@ class Report:
     skipped: str | None = None  # why the program as a whole was not compared
 
 
-def compare(program: Program) -> Report:
-    """Run ``program`` in ember, torch, and torch's float64 reference; list disagreements."""
+def compare(program: Program, layout: bool = False) -> Report:
+    """Run ``program`` in ember, torch, and torch's float64 reference; list disagreements
+    (with ``layout``, also results whose strides differ)."""
     t = run(program, torch)
     r = run(program, torch, "float64", PERTURB[program.dtype])
     e = run(program, ember)
-    return diff(program, e, t, r)
+    return diff(program, e, t, r, layout)
 
 
 def _err(res: Result):
     return None if res.error is None else (res.error[0], res.error[1].__name__)
 
 
-def diff(program: Program, e: Result, t: Result, r: Result) -> Report:
+def diff(program: Program, e: Result, t: Result, r: Result, layout: bool = False) -> Report:
     if _err(t) != _err(r):
         return Report([], f"torch stops differently in the reference run: {_err(t)} vs "
                           f"{_err(r)}")
@@ -76,7 +77,7 @@ def diff(program: Program, e: Result, t: Result, r: Result) -> Report:
             out.append(Disagreement("forward", name, "missing in ember"))
             continue
         kind = _KIND.get(name, "forward")
-        _compare(out, kind, name, e.values[name], tv, r.values.get(name), rtol)
+        _compare(out, kind, name, e.values[name], tv, r.values.get(name), rtol, layout)
     return Report(out)
 
 
@@ -89,14 +90,14 @@ def _show(err) -> str:
     return "no exception" if err is None else f"{err[1].__name__}: {err[2][:200]}"
 
 
-def _compare(out: list, kind: str, name: str, ev, tv, rv, rtol: float) -> None:
+def _compare(out: list, kind: str, name: str, ev, tv, rv, rtol: float, layout: bool) -> None:
     if isinstance(tv, list):
         if not isinstance(ev, list) or len(ev) != len(tv):
             out.append(Disagreement(kind, name, f"torch {_brief(tv)}, ember {_brief(ev)}"))
             return
         rv = rv if isinstance(rv, list) and len(rv) == len(tv) else [None] * len(tv)
         for i, (a, b, c) in enumerate(zip(ev, tv, rv)):
-            _compare(out, kind, f"{name}[{i}]", a, b, c, rtol)
+            _compare(out, kind, f"{name}[{i}]", a, b, c, rtol, layout)
         return
     if not isinstance(tv, Snap):
         if ev != tv and rv == tv:
@@ -111,6 +112,10 @@ def _compare(out: list, kind: str, name: str, ev, tv, rv, rtol: float) -> None:
     if ev.requires_grad != tv.requires_grad:
         out.append(Disagreement("requires_grad", name,
                                 f"torch {tv.requires_grad}, ember {ev.requires_grad}"))
+    if layout and ev.strides != tv.strides and ev.shape == tv.shape and ev.values.size and \
+            kind == "forward":
+        out.append(Disagreement("layout", name, f"strides: torch {tv.strides}, ember "
+                                                f"{ev.strides}"))
     ref_ok = isinstance(rv, Snap) and rv.shape == tv.shape
     if ev.shape != tv.shape:
         if ref_ok:

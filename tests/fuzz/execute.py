@@ -22,6 +22,7 @@ class Snap:
     shape: tuple
     requires_grad: bool
     values: np.ndarray
+    strides: tuple = ()  # of the dims with more than one element (the others' are arbitrary)
 
 
 @dataclasses.dataclass
@@ -81,7 +82,9 @@ def snapshot(v, lib):
         if getattr(a, "_is_zerotensor", lambda: False)():  # torch's ZeroTensor: no numpy()
             a = lib.zeros_like(a)
         arr = np.array(a.numpy(), copy=True)
-        return Snap(str(v.dtype).split(".")[-1], tuple(v.shape), bool(v.requires_grad), arr)
+        strides = tuple(st for st, n in zip(v.stride(), v.shape) if n > 1)
+        return Snap(str(v.dtype).split(".")[-1], tuple(v.shape), bool(v.requires_grad), arr,
+                    strides)
     if isinstance(v, list | tuple):
         return [snapshot(x, lib) for x in v]
     if v is None or isinstance(v, bool | int | float):

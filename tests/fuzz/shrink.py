@@ -11,22 +11,22 @@ from .compare import compare
 from .program import Input, Program
 
 
-def _kind(program: Program) -> str | None:
-    rep = compare(program)
+def _kind(program: Program, layout: bool) -> str | None:
+    rep = compare(program, layout)
     if rep.skipped is not None or not rep.disagreements:
         return None
     return rep.disagreements[0].kind
 
 
-def shrink(program: Program, max_rounds: int = 8) -> Program:
+def shrink(program: Program, max_rounds: int = 8, layout: bool = False) -> Program:
     """The smallest program found that disagrees like ``program`` does."""
-    kind = _kind(program)
+    kind = _kind(program, layout)
     if kind is None:
         return program
 
     def fails(p: Program) -> bool:
         try:
-            rep = compare(p)
+            rep = compare(p, layout)
         except Exception:  # noqa: BLE001 - a broken candidate is just not kept
             return False
         return rep.skipped is None and any(d.kind == kind for d in rep.disagreements)
