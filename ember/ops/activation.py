@@ -35,21 +35,23 @@ class MaskedGrad(Op):
     saves = (1,)
 
     @staticmethod
-    def forward(ctx, g, x, slope=None):
-        ctx.slope = slope
+    def forward(ctx, g, x, slope=None, twice=None):
+        ctx.slope, ctx.twice = slope, twice
         d = xp_of(x).asarray(slope(x), dtype=g.dtype)
         return keep_where(d != 0, g * d)
 
     @classmethod
     def backward(cls, ctx, gg):
+        if ctx.twice is not None:  # torch has no derivative for this backward
+            raise RuntimeError(f"derivative for aten::{ctx.twice} is not implemented")
         (x,) = ctx.saved_tensors
         need = ctx.needs_input_grad
         return (cls.apply(gg, x, slope=ctx.slope) if need[0] else None), \
             (zeros_like(gg) if need[1] else None)
 
 
-def _masked(g: Tensor, x: Tensor, node_name: str, slope) -> Tensor:
-    return variant(MaskedGrad, node_name).apply(g, x, slope=slope)
+def _masked(g: Tensor, x: Tensor, node_name: str, slope, twice=None) -> Tensor:
+    return variant(MaskedGrad, node_name).apply(g, x, slope=slope, twice=twice)
 
 
 # --- softmax family -------------------------------------------------------------------------
@@ -290,7 +292,8 @@ class Hardsigmoid(Op):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return _masked(g, x, "HardsigmoidBackwardBackward0", lambda a: ((a > -3) & (a < 3)) / 6)
+        return _masked(g, x, "HardsigmoidBackwardBackward0", lambda a: ((a > -3) & (a < 3)) / 6,
+                       twice="hardsigmoid_backward")
 
 
 class Hardswish(Op):

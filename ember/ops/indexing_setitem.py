@@ -202,13 +202,11 @@ def setitem(x: Tensor, key, value) -> None:
     steps = _drop_full_slices(steps, x._data.shape)
     _check_overlap(_np_steps(x._data, steps), value._data if type(value) is Tensor else None,
                    bool(adv), ints)
-    if not steps and not adv:  # the whole tensor: torch's copy_ (or fill_), not CopySlices
+    if not steps and not adv:  # the whole tensor: torch's copy_to (copy_ or fill_), no CopySlices
         from ember.ops.inplace import copy_, fill_
 
-        if type(value) is Tensor and (value.ndim or not x.ndim):
-            copy_(x, value)
-        else:
-            fill_(x, value)
+        v = _value(x, value)
+        (copy_ if v.ndim or v.shape == x.shape else fill_)(x, v)
         return
     write_at(x, steps, adv, _value(x, value), copy_slices=True)
 

@@ -123,7 +123,7 @@ def _compare(out: list, kind: str, name: str, ev, tv, rv, rtol: float, layout: b
         return
     if not ref_ok:
         return
-    bad = _mismatch(ev.values, tv.values, rv.values, max(rtol, RTOL.get(tv.dtype, 0.0)))
+    bad = mismatch(ev.values, tv.values, rv.values, max(rtol, RTOL.get(tv.dtype, 0.0)))
     if bad is not None:
         out.append(Disagreement(kind, name, bad))
 
@@ -136,7 +136,7 @@ def _brief(v) -> str:
     return repr(v)
 
 
-def _mismatch(e: np.ndarray, t: np.ndarray, r: np.ndarray, rtol: float) -> str | None:
+def mismatch(e: np.ndarray, t: np.ndarray, r: np.ndarray, rtol: float) -> str | None:
     """None if ``e`` matches ``t`` within the tolerance above, else a description."""
     if t.dtype.kind not in "fc":
         bad = (e != t) & (r.astype(t.dtype) == t)
