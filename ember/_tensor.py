@@ -39,6 +39,16 @@ class _Aux:
         self.views_live = 0
         self.multi_view = False  # a view from split/unbind/chunk, or a view of one
 
+    def add_view(self, view) -> None:
+        """Remember ``view`` (see ember/ops/view_history.rebase); dead ones are dropped now and
+        then, in amortised O(1)."""
+        if self.views is None:
+            self.views = []
+        elif len(self.views) >= 2 * self.views_live + 16:
+            self.views[:] = [r for r in self.views if r() is not None]
+            self.views_live = len(self.views)
+        self.views.append(weakref.ref(view))
+
 
 _HOST_COPY = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
               "tensor to host memory first.")
@@ -99,10 +109,8 @@ class Tensor(TensorCasts):
         self._vv = src._vc[0]
         if src._aux is not None and src._aux.multi_view:  # torch propagates creation_meta
             self._get_aux().multi_view = True
-        if not base._rg and STATE.enabled:
-            from ember.ops.view_history import register
-
-            register(self, base)
+        if not base._rg and STATE.enabled:  # it must learn if base starts to require grad
+            base._get_aux().add_view(self)
 
     def _sync(self) -> None:
         """Bring a view's history up to date after writes to its memory (torch regenerates a

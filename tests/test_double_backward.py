@@ -101,3 +101,22 @@ def test_where_sums_gradients_to_inputs_broadcast_by_the_condition():
     check(lambda m, a: m.where(m.tensor(cond), a, 0.0), arr())
     check(lambda m, a, b: m.where(m.tensor(cond[:, None]), a, b), arr(1), arr(1))
     check(lambda m, a: a.where(m.tensor([[True], [False]]), a * 2), arr(2, 1))
+
+
+def test_threshold_and_relu_keep_nan_inputs():
+    # torch: x <= threshold ? value : x, and grad where not (x <= threshold)
+    x = np.array([np.nan, -1.0, 0.5, 2.0], np.float32)
+    check(lambda m, x: m.nn.functional.threshold(x, 0.1, -0.5), x)
+    check(lambda m, x: m.relu(x), x)
+
+
+def test_atan2_gradient_at_the_origin_is_zero():
+    # torch's atan2_backward masks 1 / (a^2 + b^2) to 0 where it is 1 / 0
+    for a, b in [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (1e-30, 1e-30), (1.0, 0.0)]:
+        check(lambda m, a, b: m.atan2(a, b), np.float32(a) * np.ones(2, np.float32),
+              np.float32(b) * np.ones(2, np.float32))
+
+
+def test_clamp_bounds_that_do_not_broadcast_with_each_other():
+    check_error(lambda m, x, lo, hi: m.clamp(x, lo, hi), arr(), arr(3), arr(2),
+                match="must match the size of tensor b")

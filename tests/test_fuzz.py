@@ -76,20 +76,22 @@ def test_a_wrong_op_is_found_and_shrunk(monkeypatch):
 
 def test_tolerance_grows_where_torch_is_ill_conditioned():
     one = np.array([1.0], np.float32)
-    # well conditioned (the reference agrees with torch): 1e-3 relative is a disagreement
-    assert mismatch(one + 1e-3, one, one.astype(np.float64), 1e-4)
-    assert not mismatch(one + 1e-6, one, one.astype(np.float64), 1e-4)
-    # torch's own value moves by 0.4 under the perturbation: such an element is not compared
-    assert not mismatch(one + 0.5, one, np.array([1.4]), 1e-4)
+    # well conditioned (the references agree with torch): 1e-3 relative is a disagreement
+    assert mismatch(one + 1e-3, one, [one.astype(np.float64), one], 1e-4)
+    assert not mismatch(one + 1e-6, one, [one.astype(np.float64), one], 1e-4)
+    # torch's own value moves by 0.4 under a perturbation: such an element is not compared
+    assert not mismatch(one + 0.5, one, [np.array([1.4]), one], 1e-4)
+    assert not mismatch(one + 0.5, one, [one.astype(np.float64), one + 0.2], 1e-4)
     # tiny results of order-1 computations: an absolute floor of RTOL / 100
-    assert not mismatch(np.array([3e-8], np.float32), np.zeros(1, np.float32), np.zeros(1), 1e-4)
-    # integers and booleans: equal, unless the reference run changes them too
+    zero = np.zeros(1, np.float32)
+    assert not mismatch(np.array([3e-8], np.float32), zero, [np.zeros(1), zero], 1e-4)
+    # integers and booleans: equal, unless a reference run changes them too
     i = np.array([1, 2])
-    assert mismatch(np.array([1, 3]), i, i, 1e-4)
-    assert not mismatch(np.array([1, 3]), i, np.array([1, 3]), 1e-4)
+    assert mismatch(np.array([1, 3]), i, [i, i], 1e-4)
+    assert not mismatch(np.array([1, 3]), i, [i, np.array([1, 3])], 1e-4)
     nan = np.array([np.nan], np.float32)
-    assert not mismatch(nan, nan, np.array([np.nan]), 1e-4)
-    assert mismatch(one, nan, np.array([np.nan]), 1e-4)
+    assert not mismatch(nan, nan, [np.array([np.nan]), nan], 1e-4)
+    assert mismatch(one, nan, [np.array([np.nan]), nan], 1e-4)
 
 
 def test_command_line_runs_a_batch(capsys):

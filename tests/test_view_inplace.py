@@ -177,3 +177,13 @@ def _put_self(m, shape):
     x = m.zeros(shape)
     x[[0]] = x
     return x
+
+
+def test_a_write_into_part_of_a_stale_view_leaves_the_view_stale():
+    # torch regenerates the history of the part written (x[:, 1]), not of x: x is still a
+    # leaf for the next in-place check
+    def fn(m, w):
+        x = m.zeros(2).unflatten(0, (1, -1))
+        x[:, 1] = w.requires_grad_()
+        x.clamp_(min=-2.0)
+    check_error(fn, arr(), match="a leaf Variable that requires grad")

@@ -389,7 +389,7 @@ class Threshold(Op):
     @staticmethod
     def forward(ctx, x, threshold=0.0, value=0.0):
         ctx.threshold = threshold
-        return np.where(x > threshold, x, scalar(value, x.dtype))
+        return np.where(x <= threshold, scalar(value, x.dtype), x)  # NaN stays, as in torch
 
     @staticmethod
     def backward(ctx, g):

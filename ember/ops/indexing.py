@@ -243,8 +243,7 @@ def _parse(shape: tuple, key) -> tuple:
                 adv[dim + j] = nz
             dim += k.ndim
         else:
-            _check_array(k, shape[dim], dim)
-            adv[dim] = k.astype(np.int64, copy=False)
+            adv[dim] = _in_bounds(k.astype(np.int64, copy=False), shape[dim], dim, 0 in shape)
             ints = True
             dim += 1
     _check_broadcast(adv)
@@ -265,10 +264,20 @@ def _check_mask(k: np.ndarray, shape: list, dim: int) -> None:
                          f"the shape of the indexed tensor {list(shape)} at index {dim + bad}")
 
 
-def _check_array(k: np.ndarray, size: int, dim: int) -> None:
-    if k.size and (k.max() >= size or k.min() < -size):
+def _in_bounds(k: np.ndarray, size: int, dim: int, empty: bool) -> np.ndarray:
+    """torch's bounds check of an index array. In an empty tensor that has elements along
+    ``dim`` torch checks nothing (its index kernel never runs): the indices are clipped, for
+    NumPy's sake; the result is empty anyway."""
+    if not k.size:
+        return k
+    if size == 0:
+        raise IndexError("index is out of bounds for dimension with size 0")
+    if k.max() >= size or k.min() < -size:
+        if empty:
+            return np.clip(k, -size, size - 1)
         bad = int(k.max() if k.max() >= size else k.min())
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    return k
 
 
 def _check_broadcast(adv: dict) -> None:

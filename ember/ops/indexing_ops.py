@@ -248,9 +248,13 @@ def _check_vector_index(x: Tensor, dim: int, index: Tensor, fname: str):
     d = _wrap_dim(dim, x.ndim)
     idx = index._data.reshape(-1).astype(np.int64, copy=False)
     size = x._data.shape[d] if x.ndim else 1
+    if fname == "index_select" and idx.size and (idx.max() >= size or idx.min() < 0):
+        # no negative indices here; torch's kernel for an empty multi-dim input says so its way
+        if x.ndim > 1 and not x._data.size:
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id="
+                               f"{int(idx[(idx < 0) | (idx >= size)][0])} axis_dim={size}")
+        raise IndexError("index out of range in self")
     if idx.size and (idx.max() >= size or idx.min() < -size):
-        if fname == "index_select":
-            raise IndexError("index out of range in self")
         bad = int(idx.max() if idx.max() >= size else idx.min())
         msg = f"index {bad} is out of bounds for dimension {d} with size {size}"
         if fname == "index_add":
@@ -281,16 +285,6 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     if x.ndim == 0 and index.numel() != 1:
         raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
                            f"{index.numel()} value(s)")
-    if index._data.dtype.kind in "iu" and index.ndim <= 1:
-        # torch's index_select takes no negative indices
-        size = x._data.shape[_wrap_dim(dim, x.ndim)] if x.ndim else 1
-        bad = index._data.reshape(-1)
-        bad = bad[(bad < 0) | (bad >= size)]
-        if bad.size and x.ndim > 1 and not x._data.size:
-            raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(bad[0])} "
-                               f"axis_dim={size}")
-        if bad.size:
-            raise IndexError("index out of range in self")
     d, idx = _check_vector_index(x, dim, index, "index_select")
     return IndexSelect.apply(x, index=idx, dim=d)
 

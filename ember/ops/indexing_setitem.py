@@ -176,7 +176,8 @@ def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv, v: Tensor,
                            accumulate=accumulate, overlap=overlap)
     rebase(base, res._grad_fn)
     x._vc[0] += 1
-    x._sync()
+    if not steps:  # torch regenerates the view written to; x itself only when that was x
+        x._sync()
     return x
 
 

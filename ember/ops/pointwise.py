@@ -387,7 +387,7 @@ class ThresholdBackward(Op):
     @staticmethod
     def forward(ctx, g, x, threshold=0.0):
         ctx.threshold = threshold
-        return keep_where(x > threshold, g)
+        return keep_where(~(x <= threshold), g)  # a NaN input keeps its gradient, as in torch
 
     @staticmethod
     def backward(ctx, gg):

@@ -363,6 +363,10 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         dt = _dtype.result_type(ts)
         for t in ts[1:]:
             binary_args(x, t)  # torch's broadcast error
+        if len(ts) == 3:  # and the bounds with each other
+            from ember.ops.shape import broadcast_shapes
+
+            broadcast_shapes(*(t._data.shape for t in ts))
         x = cast(x, dt)
         lo = cast(min, dt) if min is not None else const(0, dt)
         hi = cast(max, dt) if max is not None else const(0, dt)

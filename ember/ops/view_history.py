@@ -8,8 +8,8 @@ the base's new history) when the view is next used and its version differs from 
 read (recording an op, the roots of a backward pass, ``grad_fn``, in-place ops).
 
 A view's ``requires_grad`` is kept current eagerly instead: a view made from a base that does not
-require grad registers with the base, and ``rebase`` flags those views when the base starts
-to require grad, so that every decision made on ``_rg`` sees it.
+require grad registers with the base (``_Aux.add_view``), and ``rebase`` flags those views when
+the base starts to require grad, so that every decision made on ``_rg`` sees it.
 
 Where a view sits in its base is found from memory, not from the chain of view ops: ``view_index``
 gives, for each element of the view, the flat (C-order) index of the base element it aliases,
@@ -18,8 +18,6 @@ scatters at those indices.
 """
 
 from __future__ import annotations
-
-import weakref
 
 import numpy as np
 
@@ -121,18 +119,6 @@ def sync_view(t: Tensor) -> None:
         STATE.enabled = prev
     t._grad_fn, t._output_nr, t._rg = r._grad_fn, 0, True
     t._vv = t._vc[0]
-
-
-def register(view: Tensor, base: Tensor) -> None:
-    """Remember ``view`` (of ``base``, which does not require grad) until ``base`` does."""
-    aux = base._get_aux()
-    views = aux.views
-    if views is None:
-        aux.views = views = []
-    elif len(views) >= 2 * aux.views_live + 16:  # drop dead ones now and then: amortised O(1)
-        views[:] = [r for r in views if r() is not None]
-        aux.views_live = len(views)
-    views.append(weakref.ref(view))
 
 
 def rebase(x: Tensor, node, output_nr: int = 0, requires_grad: bool = True) -> None:

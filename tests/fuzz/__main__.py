@@ -44,12 +44,27 @@ def main(argv=None) -> int:
     print(f"{args.n} programs ({args.dtype}, seed {args.seed}, from {args.start}) in "
           f"{time.time() - t0:.0f} s: {len(failures)} disagree, {skipped} skipped as "
           "ill-conditioned")
+    for sig, ids in sorted(_classes(failures).items(), key=lambda kv: -len(kv[1])):
+        print(f"  {len(ids):4d}  {sig}  (programs {', '.join(map(str, ids[:8]))})")
     for i, prog, _ in failures[:args.shrink]:
         small = shrink(prog, layout=args.layout)
         print(f"\n# --- program {i}, shrunk ---\n{small.text()}")
         for d in compare(small, args.layout).disagreements:
             print("#", d)
     return 1 if failures else 0
+
+
+def _classes(failures) -> dict:
+    """Disagreements grouped by kind and, for exceptions, by what each library raised."""
+    out: dict = {}
+    for i, _, rep in failures:
+        d = rep.disagreements[0]
+        sig = d.kind
+        if d.kind == "exception":
+            t, _, e = d.detail.partition("; ember: ")
+            sig += f" - torch: {t.removeprefix('torch: ')[:50]} / ember: {e[:60]}"
+        out.setdefault(sig, []).append(i)
+    return out
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
 """Compare a program's run in ember with its run in torch.
 
 Values are compared relative to their magnitude, with a tolerance that also grows where torch's
-own result is ill-conditioned. A third run, torch in float64 on inputs perturbed by a relative
-``PERTURB[dtype]`` (a few times the rounding of the program's dtype), measures that. An element
-may differ from torch by ``RTOL * (|t| + 0.01 * max(max|t|, 1)) + 4 * |t - reference|``: inputs
-and upstream gradients are of order 1, so rounding errors are at least of order RTOL / 100.
-Where torch's result jumps under the perturbation (a comparison near a tie, a branch of
-``where``, overflow), the tolerance becomes as large as the jump, so such elements are in effect
-skipped; where the reference run changes a shape, an integer or boolean element, or where it
-raises (or stops) differently, that value (or the whole program) is skipped. Exceptions must
-match in the line that raises and in type (ember's type may be a subclass of torch's).
+own result is ill-conditioned. Two reference runs of torch measure that: one in float64 on
+inputs perturbed by a relative ``PERTURB[dtype]`` (a few times the rounding of the program's
+dtype: sensitivity to the inputs), one in the program's dtype on inputs perturbed by a few units
+in the last place (``ULPS[dtype]``: sensitivity to rounding, as in a cancellation whose exact
+result is 0). An element may differ from torch by
+``RTOL * (|t| + 0.01 * max(max|t|, 1)) + 4 * max|t - reference|``: inputs and upstream gradients
+are of order 1, so rounding errors are at least of order RTOL / 100. Where torch's result jumps
+under a perturbation (a comparison near a tie, a branch of ``where``, overflow), the tolerance
+becomes as large as the jump, so such elements are in effect skipped; where a reference run
+changes a shape, an integer or boolean element, or where it raises (or stops) differently, that
+value (or the whole program) is skipped. Exceptions must match in the line that raises and in
+type (ember's type may be a subclass of torch's).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from .program import Program
 
 RTOL = {"float32": 1e-4, "float64": 1e-10}
 PERTURB = {"float32": 2.0 ** -20, "float64": 2.0 ** -43}
+ULPS = {"float32": 2.0 ** -21, "float64": 2.0 ** -50}
 _KIND = {"g0": "grad", "g": "grad", "gg": "gradgrad"}
 
 
@@ -49,19 +53,21 @@ def compare(program: Program, layout: bool = False) -> Report:
     """Run ``program`` in ember, torch, and torch's float64 reference; list disagreements
     (with ``layout``, also results whose strides differ)."""
     t = run(program, torch)
-    r = run(program, torch, "float64", PERTURB[program.dtype])
+    refs = [run(program, torch, "float64", PERTURB[program.dtype]),
+            run(program, torch, program.dtype, ULPS[program.dtype])]
     e = run(program, ember)
-    return diff(program, e, t, r, layout)
+    return diff(program, e, t, refs, layout)
 
 
 def _err(res: Result):
     return None if res.error is None else (res.error[0], res.error[1].__name__)
 
 
-def diff(program: Program, e: Result, t: Result, r: Result, layout: bool = False) -> Report:
-    if _err(t) != _err(r):
-        return Report([], f"torch stops differently in the reference run: {_err(t)} vs "
-                          f"{_err(r)}")
+def diff(program: Program, e: Result, t: Result, refs: list, layout: bool = False) -> Report:
+    for r in refs:
+        if _err(t) != _err(r):
+            return Report([], f"torch stops differently in a reference run: {_err(t)} vs "
+                              f"{_err(r)}")
     out = []
     lines = program.body()
     if t.error is not None or e.error is not None:
@@ -77,7 +83,8 @@ def diff(program: Program, e: Result, t: Result, r: Result, layout: bool = False
             out.append(Disagreement("forward", name, "missing in ember"))
             continue
         kind = _KIND.get(name, "forward")
-        _compare(out, kind, name, e.values[name], tv, r.values.get(name), rtol, layout)
+        _compare(out, kind, name, e.values[name], tv, [r.values.get(name) for r in refs], rtol,
+                 layout)
     return Report(out)
 
 
@@ -90,17 +97,20 @@ def _show(err) -> str:
     return "no exception" if err is None else f"{err[1].__name__}: {err[2][:200]}"
 
 
-def _compare(out: list, kind: str, name: str, ev, tv, rv, rtol: float, layout: bool) -> None:
+def _compare(out: list, kind: str, name: str, ev, tv, rvs: list, rtol: float,
+             layout: bool) -> None:
+    """Compare one value; ``rvs`` are the reference runs' values of it."""
     if isinstance(tv, list):
         if not isinstance(ev, list) or len(ev) != len(tv):
             out.append(Disagreement(kind, name, f"torch {_brief(tv)}, ember {_brief(ev)}"))
             return
-        rv = rv if isinstance(rv, list) and len(rv) == len(tv) else [None] * len(tv)
-        for i, (a, b, c) in enumerate(zip(ev, tv, rv)):
-            _compare(out, kind, f"{name}[{i}]", a, b, c, rtol, layout)
+        rvs = [rv if isinstance(rv, list) and len(rv) == len(tv) else [None] * len(tv)
+               for rv in rvs]
+        for i, (a, b) in enumerate(zip(ev, tv)):
+            _compare(out, kind, f"{name}[{i}]", a, b, [rv[i] for rv in rvs], rtol, layout)
         return
     if not isinstance(tv, Snap):
-        if ev != tv and rv == tv:
+        if ev != tv and all(rv == tv for rv in rvs):
             out.append(Disagreement(kind, name, f"torch {tv!r}, ember {ev!r}"))
         return
     if not isinstance(ev, Snap):
@@ -116,14 +126,15 @@ def _compare(out: list, kind: str, name: str, ev, tv, rv, rtol: float, layout: b
             kind == "forward":
         out.append(Disagreement("layout", name, f"strides: torch {tv.strides}, ember "
                                                 f"{ev.strides}"))
-    ref_ok = isinstance(rv, Snap) and rv.shape == tv.shape
+    ref_ok = all(isinstance(rv, Snap) and rv.shape == tv.shape for rv in rvs)
     if ev.shape != tv.shape:
         if ref_ok:
             out.append(Disagreement("shape", name, f"torch {tv.shape}, ember {ev.shape}"))
         return
     if not ref_ok:
         return
-    bad = mismatch(ev.values, tv.values, rv.values, max(rtol, RTOL.get(tv.dtype, 0.0)))
+    bad = mismatch(ev.values, tv.values, [rv.values for rv in rvs],
+                   max(rtol, RTOL.get(tv.dtype, 0.0)))
     if bad is not None:
         out.append(Disagreement(kind, name, bad))
 
@@ -136,17 +147,23 @@ def _brief(v) -> str:
     return repr(v)
 
 
-def mismatch(e: np.ndarray, t: np.ndarray, r: np.ndarray, rtol: float) -> str | None:
-    """None if ``e`` matches ``t`` within the tolerance above, else a description."""
+def mismatch(e: np.ndarray, t: np.ndarray, refs: list, rtol: float) -> str | None:
+    """None if ``e`` matches ``t`` within the tolerance above (``refs``: the reference runs'
+    values), else a description."""
     if t.dtype.kind not in "fc":
-        bad = (e != t) & (r.astype(t.dtype) == t)
+        bad = e != t
+        for r in refs:
+            bad &= r.astype(t.dtype) == t
     else:
-        e64, t64, r64 = (np.asarray(x, np.float64) for x in (e, t, r))
+        e64, t64 = (np.asarray(x, np.float64) for x in (e, t))
         with np.errstate(all="ignore"):
             same_t = (e64 == t64) | (np.isnan(e64) & np.isnan(t64))
-            noise = np.where((r64 == t64) | (np.isnan(r64) & np.isnan(t64)), 0.0,
+            noise = np.zeros(t64.shape)
+            for r in refs:
+                r64 = np.asarray(r, np.float64)
+                d = np.where((r64 == t64) | (np.isnan(r64) & np.isnan(t64)), 0.0,
                              np.abs(t64 - r64))
-            noise = np.where(np.isnan(noise), np.inf, noise)
+                noise = np.maximum(noise, np.where(np.isnan(d), np.inf, d))
             finite = np.abs(t64[np.isfinite(t64)])
             scale = finite.max() if finite.size else 0.0
             allowed = rtol * (np.abs(t64) + 0.01 * max(scale, 1.0)) + 4 * noise
