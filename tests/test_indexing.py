@@ -358,3 +358,20 @@ def _set(m, x, key):
     t = x * 1
     t[key] = 3.0
     return t
+
+
+@pytest.mark.parametrize("shape", [(1, 0, 1), (2, 0), (0,), (1, 2)])
+def test_index_bounds_of_empty_tensors(shape):
+    # torch checks an index against its dim only where elements are visited: none in an
+    # empty tensor whose dim has elements; a dim of size 0 refuses any index
+    def get(m, x):
+        return x[m.tensor([0, 5])], x[[0, 5]]
+
+    def put(m, x):
+        x[m.tensor([0, 5])] = 1.0
+        return x
+    for fn in (get, put):
+        if 0 in shape[:1] or 0 not in shape:
+            check_error(fn, arr(*shape), match="out of bounds")
+        else:
+            check(fn, arr(*shape), grad=False)

@@ -56,8 +56,9 @@ def _status(out: np.ndarray, inp: np.ndarray) -> str:
     """'full', 'partial' or 'no' (also for what torch finds too hard to decide)."""
     if out is inp:
         return "full"
-    if not out.size or not inp.size or (out.base is None and inp.base is None):
-        return "no"  # two arrays that own their memory are distinct allocations
+    if not out.size or not inp.size or (out.base is None and inp.base is None) or \
+            not np.may_share_memory(out, inp):  # (two arrays that own their memory are apart)
+        return "no"
     if not is_dense(out) or not is_dense(inp):
         return "no"
     (a0, a1), (b0, b1) = _span(out), _span(inp)
