@@ -120,3 +120,11 @@ def test_atan2_gradient_at_the_origin_is_zero():
 def test_clamp_bounds_that_do_not_broadcast_with_each_other():
     check_error(lambda m, x, lo, hi: m.clamp(x, lo, hi), arr(), arr(3), arr(2),
                 match="must match the size of tensor b")
+
+
+@pytest.mark.parametrize("vals,dim", [([0.0], None), ([0.0, 2.0], None), ([[0.0], [2.0]], 1),
+                                      ([[0.0, 2.0]], 0), ([[0.0, 2.0], [1.0, 3.0]], 1)])
+def test_prod_with_zeros(vals, dim):
+    # a single factor that is zero: torch's gradient is grad * ones, with no history
+    x = np.array(vals, np.float32)
+    check_double_backward(lambda m, x: (x.prod() if dim is None else x.prod(dim)) * 2, x)

@@ -187,3 +187,22 @@ def test_a_write_into_part_of_a_stale_view_leaves_the_view_stale():
         x[:, 1] = w.requires_grad_()
         x.clamp_(min=-2.0)
     check_error(fn, arr(), match="a leaf Variable that requires grad")
+
+
+def test_retain_grad_follows_a_tensor_written_in_place():
+    def nonview(m):
+        y = m.tensor([1.0, 2.0], requires_grad=True) * 1
+        y.retain_grad()
+        y.mul_(3)
+        (y * m.tensor([1.0, 5.0])).sum().backward()
+        return y.grad
+
+    def view(m):
+        b = m.tensor([1.0, 2.0], requires_grad=True) * 1
+        v = b[:1]
+        v.retain_grad()
+        b.mul_(3)
+        (v * 7).sum().backward()
+        return v.grad
+    same(nonview)
+    same(view)

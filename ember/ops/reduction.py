@@ -15,6 +15,7 @@ import numpy as np
 
 from ember import _dtype
 from ember._backend import xp_of
+from ember._creation import ones_like
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops._common import c_order
@@ -194,6 +195,8 @@ class Prod(Op):
         zero = x._data == 0
         if not zero.any():
             return g * out / x
+        if reduced_size(x.shape, dims) == 1:  # torch: grad * ones (the others' product)
+            return g * ones_like(x)
         # With zeros, d prod / d x_k = prod of the others: nonzero only where a slice has at
         # most one zero. Written so that it stays differentiable (for gradgrad).
         z = Tensor._make(zero)

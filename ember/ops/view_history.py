@@ -19,6 +19,8 @@ scatters at those indices.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ember._creation import zeros
@@ -117,15 +119,31 @@ def sync_view(t: Tensor) -> None:
         r = ViewOfBase.apply(base, view=t._data, key=index_key(index, base._data.shape))
     finally:
         STATE.enabled = prev
+    old = t._grad_fn, t._output_nr
     t._grad_fn, t._output_nr, t._rg = r._grad_fn, 0, True
     t._vv = t._vc[0]
+    _move_retain_grad(t, *old)
+
+
+def _move_retain_grad(t: Tensor, old, old_nr: int) -> None:
+    """A tensor's retain_grad follows it to its new history (torch moves that hook, and only
+    that one: hooks registered on the old value stay with it)."""
+    hooks = old._retain_hooks if old is not None else None
+    if t._aux is None or not t._aux.retains_grad or not hooks or t._grad_fn is None:
+        return
+    hooks.pop(old_nr, None)
+    node = t._grad_fn
+    if node._retain_hooks is None:
+        node._retain_hooks = {}
+    node._retain_hooks[t._output_nr] = weakref.ref(t)
 
 
 def rebase(x: Tensor, node, output_nr: int = 0, requires_grad: bool = True) -> None:
     """Give ``x`` (not a view) the history ``node``; if it starts to require grad, so do the
     views made of it while it did not."""
-    was = x._rg
+    was, old = x._rg, (x._grad_fn, x._output_nr)
     x._grad_fn, x._output_nr, x._rg = node, output_nr, requires_grad
+    _move_retain_grad(x, *old)
     aux = x._aux
     if not was and x._rg and aux is not None and aux.views:
         for ref in aux.views:

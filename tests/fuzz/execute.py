@@ -34,7 +34,7 @@ class Result:
 
 
 @functools.lru_cache(maxsize=65536)
-def _compiled(line: str):
+def compiled(line: str):
     return compile(line, "<fuzz>", "exec")
 
 
@@ -66,7 +66,7 @@ def run(program: Program, lib, dtype: str | None = None, perturb: float = 0.0) -
         with np.errstate(all="ignore"):
             for i, line in enumerate(program.body()):
                 try:
-                    exec(_compiled(line), ns)  # noqa: S102 - running the program is the point
+                    exec(compiled(line), ns)  # noqa: S102 - running the program is the point
                 except Exception as exc:  # noqa: BLE001 - the exception is what we compare
                     error = (i, type(exc), str(exc))
                     break

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from . import ops
-from .execute import _compiled, make_inputs
+from .execute import compiled, make_inputs
 from .program import Input, Program
 
 SIZES = (1, 1, 2, 2, 3, 3, 4, 5)
@@ -143,7 +143,7 @@ class Gen:
             warnings.simplefilter("ignore")
             with np.errstate(all="ignore"):
                 try:
-                    exec(_compiled(stmt), self.ns)  # noqa: S102
+                    exec(compiled(stmt), self.ns)  # noqa: S102
                 except Exception as exc:  # noqa: BLE001
                     self.ns.clear()
                     self.ns.update(saved)

@@ -68,10 +68,6 @@ WHERE = (
 )
 
 
-def _fmt(template: str, **kw) -> str:
-    return template.format(**kw)
-
-
 def unary(g):
     a = g.pick()
     return a and f"{g.fresh()} = " + g.choice(UNARY).format(a=a)
@@ -210,21 +206,17 @@ def view(g):
     return v and f"{g.fresh()} = {v}"
 
 
-def _index_list(g, size: int) -> list:
-    return g.index_list(size)
-
-
 def indexing(g):
     a = g.pick("f", lambda v: v.ndim >= 1)
     if a is None:
         return None
     v = g.value(a)
     s0 = v.shape[0]
-    l0 = _index_list(g, s0)
+    l0 = g.index_list(s0)
     opts = [f"{a}[{l0}]", f"{a}[torch.tensor({l0}, dtype=torch.int64)]", f"{a}[{a} > 0]",
             f"torch.index_select({a}, 0, torch.tensor({l0}, dtype=torch.int64))",
-            f"{a}.take(torch.tensor({_index_list(g, v.numel())}, dtype=torch.int64))",
-            f"{a}[..., {_index_list(g, v.shape[-1])}]"]
+            f"{a}.take(torch.tensor({g.index_list(v.numel())}, dtype=torch.int64))",
+            f"{a}[..., {g.index_list(v.shape[-1])}]"]
     if v.ndim >= 2:
         l1 = g.index_list(v.shape[1], len(l0))
         opts += [f"{a}[:, {l1}]", f"{a}[{l0}, {l1}]", f"{a}[{l0}, :, None]",
