@@ -122,7 +122,8 @@ def test_clamp_bounds_that_do_not_broadcast_with_each_other():
                 match="must match the size of tensor b")
 
 
-@pytest.mark.parametrize("vals,dim", [([0.0], None), ([0.0, 2.0], None), ([[0.0], [2.0]], 1),
+@pytest.mark.parametrize("vals,dim", [([0.0], None), ([0.0445], None), ([0.0, 2.0], None),
+                                      ([[0.0], [2.0]], 1),
                                       ([[0.0, 2.0]], 0), ([[0.0, 2.0], [1.0, 3.0]], 1)])
 def test_prod_with_zeros(vals, dim):
     # a single factor that is zero: torch's gradient is grad * ones, with no history

@@ -194,7 +194,7 @@ class Prod(Op):
         out = unsqueeze_to(out, x.shape, dims, ctx.keepdim)
         zero = x._data == 0
         if not zero.any():
-            return g * out / x
+            return g * (out / x)  # torch: grad * (result / input)
         if reduced_size(x.shape, dims) == 1:  # torch: grad * ones (the others' product)
             return g * ones_like(x)
         # With zeros, d prod / d x_k = prod of the others: nonzero only where a slice has at

@@ -7,7 +7,9 @@ dtype: sensitivity to the inputs), one in the program's dtype on inputs perturbe
 in the last place (``ULPS[dtype]``: sensitivity to rounding, as in a cancellation whose exact
 result is 0). An element may differ from torch by
 ``RTOL * (|t| + 0.01 * max(max|t|, 1)) + 4 * max|t - reference|``: inputs and upstream gradients
-are of order 1, so rounding errors are at least of order RTOL / 100. Where torch's result jumps
+are of order 1, so rounding errors are at least of order RTOL / 100 (for a second-order
+gradient, RTOL / 10 of the largest first-order gradient: it sums products of first-order
+quantities, and is often such a sum that cancels to 0). Where torch's result jumps
 under a perturbation (a comparison near a tie, a branch of ``where``, overflow), the tolerance
 becomes as large as the jump, so such elements are in effect skipped; where a reference run
 changes a shape, an integer or boolean element, or where it raises (or stops) differently, that
@@ -78,13 +80,16 @@ def diff(program: Program, e: Result, t: Result, refs: list, layout: bool = Fals
                                     f"torch: {_show(t.error)}; ember: {_show(e.error)}"))
             return Report(out)
     rtol = RTOL[program.dtype]
+    # Second-order gradients are sums of products of first-order quantities, whose rounding
+    # errors scale with the first-order gradients even where the sum cancels to 0.
+    floors = {"gradgrad": 0.1 * _magnitude(t.values.get("g"))}
     for name, tv in t.values.items():
         if name not in e.values:
             out.append(Disagreement("forward", name, "missing in ember"))
             continue
         kind = _KIND.get(name, "forward")
         _compare(out, kind, name, e.values[name], tv, [r.values.get(name) for r in refs], rtol,
-                 layout)
+                 layout, floors.get(kind, 0.01))
     return Report(out)
 
 
@@ -97,8 +102,18 @@ def _show(err) -> str:
     return "no exception" if err is None else f"{err[1].__name__}: {err[2][:200]}"
 
 
+def _magnitude(v) -> float:
+    """The largest finite magnitude in a value (tensors, lists of them), at least 1."""
+    if isinstance(v, list):
+        return max([_magnitude(x) for x in v] + [1.0])
+    if isinstance(v, Snap) and v.values.dtype.kind == "f":
+        finite = np.abs(v.values[np.isfinite(v.values)])
+        return max(float(finite.max()) if finite.size else 0.0, 1.0)
+    return 1.0
+
+
 def _compare(out: list, kind: str, name: str, ev, tv, rvs: list, rtol: float,
-             layout: bool) -> None:
+             layout: bool, floor: float = 0.01) -> None:
     """Compare one value; ``rvs`` are the reference runs' values of it."""
     if isinstance(tv, list):
         if not isinstance(ev, list) or len(ev) != len(tv):
@@ -107,7 +122,8 @@ def _compare(out: list, kind: str, name: str, ev, tv, rvs: list, rtol: float,
         rvs = [rv if isinstance(rv, list) and len(rv) == len(tv) else [None] * len(tv)
                for rv in rvs]
         for i, (a, b) in enumerate(zip(ev, tv)):
-            _compare(out, kind, f"{name}[{i}]", a, b, [rv[i] for rv in rvs], rtol, layout)
+            _compare(out, kind, f"{name}[{i}]", a, b, [rv[i] for rv in rvs], rtol, layout,
+                     floor)
         return
     if not isinstance(tv, Snap):
         if ev != tv and all(rv == tv for rv in rvs):
@@ -134,7 +150,7 @@ def _compare(out: list, kind: str, name: str, ev, tv, rvs: list, rtol: float,
     if not ref_ok:
         return
     bad = mismatch(ev.values, tv.values, [rv.values for rv in rvs],
-                   max(rtol, RTOL.get(tv.dtype, 0.0)))
+                   max(rtol, RTOL.get(tv.dtype, 0.0)), floor)
     if bad is not None:
         out.append(Disagreement(kind, name, bad))
 
@@ -147,9 +163,11 @@ def _brief(v) -> str:
     return repr(v)
 
 
-def mismatch(e: np.ndarray, t: np.ndarray, refs: list, rtol: float) -> str | None:
+def mismatch(e: np.ndarray, t: np.ndarray, refs: list, rtol: float,
+             floor: float = 0.01) -> str | None:
     """None if ``e`` matches ``t`` within the tolerance above (``refs``: the reference runs'
-    values), else a description."""
+    values; ``floor``: the absolute floor, relative to the magnitudes involved), else a
+    description."""
     if t.dtype.kind not in "fc":
         bad = e != t
         for r in refs:
@@ -166,7 +184,7 @@ def mismatch(e: np.ndarray, t: np.ndarray, refs: list, rtol: float) -> str | Non
                 noise = np.maximum(noise, np.where(np.isnan(d), np.inf, d))
             finite = np.abs(t64[np.isfinite(t64)])
             scale = finite.max() if finite.size else 0.0
-            allowed = rtol * (np.abs(t64) + 0.01 * max(scale, 1.0)) + 4 * noise
+            allowed = rtol * (np.abs(t64) + floor * max(scale, 1.0)) + 4 * noise
             err = np.abs(e64 - t64)
             bad = ~same_t & ~(err <= allowed)
     if not bad.any():
