@@ -450,7 +450,9 @@ def where(condition: Tensor, input=None, other=None) -> Tensor:
     else:
         a, b = _lhs_tensor(input, other)
         a, b = binary_args(a, b)
-    shape = np.broadcast_shapes(cond.shape, a._data.shape, b._data.shape)
+    from ember.ops.shape import broadcast_shapes  # torch's error where shapes do not broadcast
+
+    shape = tuple(broadcast_shapes(cond.shape, a._data.shape, b._data.shape))
     if cond.shape != shape:
         cond = np.broadcast_to(cond, shape)
     return Where.apply(a, b, cond=cond)

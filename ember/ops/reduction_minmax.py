@@ -154,6 +154,9 @@ class Amin(_AExtreme):
 
 def _a_reduce(name: str, op):
     def fn(x: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+        if x._data.size == 0 and not isinstance(dim, int) and dim:
+            for d in dim:  # torch checks empty reduction dims before repeated ones
+                _check_dim_size(name, x, _wrap_dim(d, x.ndim))
         dims = norm_dims(dim, x.ndim)
         if x._data.size == 0:
             if not (isinstance(dim, int) or dim):
