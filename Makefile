@@ -9,14 +9,21 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 venv: $(BIN)/python
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e ".[test,distributed]"
 
 lint: venv
 	$(BIN)/ruff check ember tests bench examples
 
-# data first, so that the quickstart smoke test (skipped without Fashion-MNIST) runs too
+# data first, so that the quickstart smoke test (skipped without Fashion-MNIST) runs too.
+# The distributed tests start 2-4 MPI ranks each: they run after the rest, one at a time, so
+# that they neither starve nor are starved by the timing-sensitive tests on a 2-core machine.
+# Then the suite once more on another OpenBLAS kernel than the CPU's own: other machines pick
+# other kernels, and a tolerance must hold on all of them.
 test: venv lint data
-	$(BIN)/python -m pytest -n 2 tests
+	$(BIN)/python -m pytest -n 2 tests --ignore=tests/distributed
+	$(BIN)/python -m pytest tests/distributed
+	OPENBLAS_CORETYPE=$$($(BIN)/python -m tests.other_kernel) \
+		$(BIN)/python -m pytest -n 2 tests --ignore=tests/distributed
 
 # Fashion-MNIST from Debian's package where apt is available; ember's download=True falls back
 # to $EMBER_DATASETS and the official mirrors otherwise.

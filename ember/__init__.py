@@ -73,10 +73,11 @@ def is_floating_point(x: Tensor) -> bool:
 # `ember.nn`, `ember.optim`, `ember.save`, ... work without explicit imports, as in torch.
 _LAZY_MODULES = {
     "nn", "optim", "utils", "linalg", "cuda", "backends", "accelerator", "vision", "viz",
-    "serialization", "testing", "special", "examples", "random",
+    "serialization", "testing", "special", "examples", "random", "compiler", "_dynamo",
+    "distributed", "func", "distributions", "profiler", "multiprocessing",
 }
 _LAZY_NAMES = {"save": "ember.serialization", "load": "ember.serialization",
-               "compile": "ember._compile"}
+               "compile": "ember._compile", "from_dlpack": "ember.utils.dlpack"}
 
 
 def __getattr__(name: str):

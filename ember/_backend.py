@@ -173,6 +173,11 @@ def as_strided(arr, shape: tuple, strides: tuple, writeable: bool = False):
     if type(arr) is np.ndarray:
         return np.lib.stride_tricks.as_strided(arr, shape, strides,
                                                writeable=writeable and arr.flags.writeable)
+    if isinstance(arr, np.ndarray):  # an ember.compile Traced array: record the view
+        from ember.compiler.traced import record_function
+
+        return record_function(np.lib.stride_tricks.as_strided, arr, shape, strides,
+                               writeable=writeable and arr.flags.writeable)
     return _Cuda.cupy.lib.stride_tricks.as_strided(arr, shape, strides)
 
 
@@ -212,9 +217,10 @@ def add_at(target, index, values) -> None:
 
 
 def is_array(data) -> bool:
-    """Whether ``data`` is an array ember can hold on some device."""
-    return type(data) is np.ndarray or (_Cuda.cupy is not None
-                                         and type(data) is _Cuda.cupy.ndarray)
+    """Whether ``data`` is an array ember can hold on some device (ember.compile's Traced
+    arrays are NumPy arrays too)."""
+    return isinstance(data, np.ndarray) or (_Cuda.cupy is not None
+                                             and type(data) is _Cuda.cupy.ndarray)
 
 
 def to_device(arr, dev: device):
@@ -264,4 +270,4 @@ def gpu_gaps(op):
 
 def to_numpy(arr) -> np.ndarray:
     """A NumPy array of ``arr``'s values (a copy from the GPU, the array itself on the CPU)."""
-    return arr if type(arr) is np.ndarray else arr.get()
+    return arr if isinstance(arr, np.ndarray) else arr.get()

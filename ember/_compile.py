@@ -1,16 +1,18 @@
-"""ember.compile: torch.compile's interface, run eagerly.
+"""ember.compile: torch.compile's interface over ember's compiler (``ember.compiler``).
 
-ember has no graph compiler: NumPy already runs each op as one vectorised call, so there is
-nothing to fuse. ``compile`` therefore validates its arguments as torch does and returns
-objects shaped like torch's (an ``OptimizedModule`` wrapper for modules, a ``functools.wraps``
-wrapper for functions) that call the original code unchanged. Outputs, gradients, state_dict
-keys (prefixed ``_orig_mod.``) and reprs are what a torch user sees after ``torch.compile``.
+``compile`` validates its arguments as torch does and returns objects shaped like torch's (an
+``OptimizedModule`` wrapper for modules, a ``functools.wraps`` wrapper for functions) whose
+calls go through a ``CompiledFunction``: captured once per signature, then replayed as a flat
+NumPy program. Outputs, gradients, state_dict keys (prefixed ``_orig_mod.``) and reprs are what
+a torch user sees after ``torch.compile``. The backends ``"eager"`` and ``disable=True`` run
+the original code unchanged.
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -48,10 +50,11 @@ class _EagerContext:
 
 
 def list_backends(exclude_tags: tuple = ("debug", "experimental")) -> list[str]:
-    """Backend names ``compile`` accepts (all run eagerly in ember)."""
+    """Backend names ``compile`` accepts: ``"ember"`` (the default; torch's ``"inductor"``
+    and the other compiling backends mean the same here), and ``"eager"``."""
     if exclude_tags:
-        return ["cudagraphs", "inductor", "openxla", "tvm"]
-    return sorted(_BACKENDS)
+        return ["cudagraphs", "ember", "inductor", "openxla", "tvm"]
+    return sorted(_BACKENDS | {"ember"})
 
 
 class OptimizedModule(Module):
@@ -76,7 +79,11 @@ class OptimizedModule(Module):
 
     def _initialize(self) -> None:
         # torch runs the original's __call__ (with its hooks) inside the compiled frame.
-        self.forward = self._orig_mod.__call__
+        ctx = self.dynamo_ctx
+        if isinstance(ctx, _EagerContext) and ctx.settings.get("backend") == "eager":
+            self.forward = self._orig_mod.__call__
+        else:
+            self.forward = _compiled(self._orig_mod._call_impl, ctx, owner=self._orig_mod)
 
     def __call__(self, *args, **kwargs):
         if _hooks.any_global_call_hooks():
@@ -128,44 +135,40 @@ class OptimizedModule(Module):
         return orig + [a for a in super().__dir__() if a not in orig]
 
 
-def _wrap_function(fn: Callable) -> Callable:
+def _compiled(fn: Callable, ctx: _EagerContext, owner=None) -> Callable:
+    from ember.compiler import _COMPILED, CompiledFunction
+
+    cf = CompiledFunction(fn, fullgraph=bool(ctx.settings.get("fullgraph")), owner=owner)
+    _COMPILED.append(weakref.ref(cf))
+    return cf
+
+
+def _wrap_function(fn: Callable, ctx: _EagerContext) -> Callable:
+    run = fn if ctx.settings.get("backend") == "eager" else _compiled(fn, ctx)
+
     @functools.wraps(fn)
     def compiled(*args, **kwargs):
-        return fn(*args, **kwargs)
+        return run(*args, **kwargs)
 
     compiled._torchdynamo_orig_callable = fn  # type: ignore[attr-defined]
+    compiled._ember_compiled = run  # type: ignore[attr-defined]
     return compiled
 
 
-def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: A001
-            dynamic: bool | None = None, backend: str | Callable | None = None,
-            mode: str | None = None, options: dict | None = None, name: str | None = None,
-            disable: bool = False, recompile_limit: int | None = None,
-            isolate_recompiles: bool = False, shapes_spec: Any = None) -> Callable:
-    """``torch.compile``: validated like torch, then run eagerly (ember has no compiler).
-
-    A module comes back wrapped in an ``OptimizedModule``; a function in a wrapper with the
-    same name and ``__wrapped__``; with no model, a decorator.
-    """
+def _check_settings(*, fullgraph: bool = False, dynamic: bool | None = None,
+                    backend: str | Callable | None = None, mode: str | None = None,
+                    options: dict | None = None, name: str | None = None,
+                    disable: bool = False, recompile_limit: int | None = None,
+                    isolate_recompiles: bool = False, shapes_spec: Any = None) -> dict:
+    """``compile``'s keyword arguments, checked as torch checks them."""
     if backend is None:
-        backend = "inductor"
-    settings = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                    options=options, name=name, disable=disable,
-                    recompile_limit=recompile_limit, isolate_recompiles=isolate_recompiles,
-                    shapes_spec=shapes_spec)
-    if model is None:  # used as @ember.compile(...)
-        def decorator(model: Callable) -> Callable:
-            if model is None:
-                raise RuntimeError("Model can't be None")
-            return compile(model, **settings)
-
-        return decorator
+        backend = "ember"
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be "
                            "specified at the same time.")
     if mode is None and options is None:
         mode = "default"
-    if backend == "inductor":
+    if backend in ("inductor", "ember"):
         if options is None and mode not in _MODES:
             raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
                                f"{', '.join(_MODES)}")
@@ -176,14 +179,39 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
         raise InvalidBackend(backend)
     if dynamic is not None and not isinstance(dynamic, bool):
         raise AssertionError(f"Expected enable to be a bool, got {type(dynamic)}")
+    return dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                options=options, name=name, disable=disable, recompile_limit=recompile_limit,
+                isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
+
+
+def compile(model: Callable | None = None, **kwargs: Any) -> Callable:  # noqa: A001
+    """``torch.compile``: capture ``model`` once per input signature and replay the captured
+    NumPy program on later calls (see ``ember.compiler``).
+
+    Keywords as torch's: ``fullgraph`` (raise where capture fails instead of running eagerly),
+    ``dynamic``, ``backend`` (``"ember"``; ``"eager"`` runs the original), ``mode``
+    (``"default"``, ``"reduce-overhead"``, ``"max-autotune"``, ...: the same program on the
+    CPU), ``options``, ``disable``. A module comes back wrapped in an ``OptimizedModule``; a
+    function in a wrapper with the same name and ``__wrapped__``; with no model, a decorator.
+    """
+    if model is None:  # used as @ember.compile(...)
+        _check_settings(**kwargs)
+
+        def decorator(model: Callable) -> Callable:
+            if model is None:
+                raise RuntimeError("Model can't be None")
+            return compile(model, **kwargs)
+
+        return decorator
+    settings = _check_settings(**kwargs)
     if not callable(model):
         raise AssertionError(f"A callable function is expected, but {type(model)} is "
                              "provided.")
-    if disable:
+    if settings["disable"]:
         return model
     if isinstance(model, Module) and not isinstance(model, OptimizedModule):
         return OptimizedModule(model, _EagerContext(**settings))
-    return _wrap_function(model)
+    return _wrap_function(model, _EagerContext(**settings))
 
 
 __all__ = ["InvalidBackend", "OptimizedModule", "compile", "list_backends"]

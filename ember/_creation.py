@@ -47,6 +47,8 @@ def parse_size(args: tuple, fname: str, size=None) -> tuple:
     for s in out:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {out}")
+    if math.prod(out) > 0x7FFFFFFFFFFFFFFF:  # NumPy's "array is too big" otherwise
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={out}")
     return tuple(out)
 
 
@@ -66,9 +68,10 @@ def finish(arr: np.ndarray, requires_grad: bool = False, device=None) -> Tensor:
     return t
 
 
-def dtype_or(dtype, default: _dtype.dtype | None = None) -> _dtype.dtype:
+def dtype_or(dtype, default: _dtype.dtype | None = None, fname: str | None = None
+             ) -> _dtype.dtype:
     if dtype is not None:
-        return _dtype.to_dtype(dtype)
+        return _dtype.to_dtype(dtype, fname)
     return default if default is not None else _dtype.get_default_dtype()
 
 
@@ -78,6 +81,7 @@ def _number(v):
         return v.item()
     if isinstance(v, np.generic | np.ndarray):
         return v.item()
+    _dtype.check_int(v)
     return v
 
 
@@ -198,13 +202,13 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
             "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
             "requires_grad_(True), rather than torch.tensor(sourceTensor).",
             UserWarning, stacklevel=2)
-    dt = _dtype.to_dtype(dtype) if dtype is not None else None
+    dt = _dtype.to_dtype(dtype, "tensor") if dtype is not None else None
     return finish(array_from_data(data, dt), requires_grad, device)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Like tensor(), but shares memory with a NumPy array or tensor when it can."""
-    dt = _dtype.to_dtype(dtype) if dtype is not None else None
+    dt = _dtype.to_dtype(dtype, "as_tensor") if dtype is not None else None
     dev = check_device(device) if device is not None else None
     if isinstance(data, Tensor):
         return data.to(dtype=dt, device=dev)
@@ -224,43 +228,44 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 # --- filled tensors ------------------------------------------------------------------------
 
 
-def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None,
+def zeros(*args, size=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros: ``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros([2, 3])``."""
     shape = parse_size(args, "zeros", size)
-    return finish(np.zeros(shape, dtype_or(dtype).np), requires_grad, device)
+    return finish(np.zeros(shape, dtype_or(dtype, fname="zeros").np), requires_grad, device)
 
 
-def ones(*args, size=None, out=None, dtype=None, layout=None, device=None,
+def ones(*args, size=None, dtype=None, layout=None, device=None,
          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A tensor of ones."""
     shape = parse_size(args, "ones", size)
-    return finish(np.ones(shape, dtype_or(dtype).np), requires_grad, device)
+    return finish(np.ones(shape, dtype_or(dtype, fname="ones").np), requires_grad, device)
 
 
-def empty(*args, size=None, out=None, dtype=None, layout=None, device=None,
+def empty(*args, size=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False, memory_format=None) -> Tensor:
     """An uninitialised tensor."""
     shape = parse_size(args, "empty", size)
-    return finish(np.empty(shape, dtype_or(dtype).np), requires_grad, device)
+    return finish(np.empty(shape, dtype_or(dtype, fname="empty").np), requires_grad, device)
 
 
 def _fill_dtype(fill_value) -> _dtype.dtype:
     return _leaf_dtype(_number(fill_value))
 
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
+def full(size, fill_value, *, dtype=None, layout=None, device=None,
          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A tensor filled with ``fill_value``; the dtype follows the value when not given."""
     if not isinstance(size, list | tuple):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
     shape = parse_size((size,), "full")
-    dt = dtype_or(dtype, _fill_dtype(fill_value))
+    dt = dtype_or(dtype, _fill_dtype(fill_value), "full")
     return finish(_filled(shape, _number(fill_value), dt), requires_grad, device)
 
 
 def _filled(shape: tuple, value, dt: _dtype.dtype) -> np.ndarray:
+    _dtype.check_int64(value, dt)
     if dt.is_floating_point or dt is _dtype.bool_:
         return np.full(shape, value, dt.np)
     # Going through an int64/float64 scalar keeps C-style truncation and wrapping
@@ -273,7 +278,7 @@ def _like_args(x, fname: str, dtype) -> _dtype.dtype:
     if not isinstance(x, Tensor):
         raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
-    return dtype_or(dtype, x.dtype)
+    return dtype_or(dtype, x.dtype, fname)
 
 
 def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None,
@@ -304,7 +309,7 @@ def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None
 # --- ranges --------------------------------------------------------------------------------
 
 
-def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+def arange(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` up to (not including) ``end``; length ``ceil((end-start)/step)``.
 
@@ -315,10 +320,12 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         start, end = 0, start
     vals = [_number(v) for v in (start, end, step)]
     is_float = any(isinstance(v, float) for v in vals)
-    dt = dtype_or(dtype, _dtype.get_default_dtype() if is_float else _dtype.int64)
+    dt = dtype_or(dtype, _dtype.get_default_dtype() if is_float else _dtype.int64, "arange")
     if vals[2] == 0:
         raise RuntimeError("step must be nonzero")
     if not dt.is_floating_point:
+        for v in vals:
+            _dtype.check_int64(v, dt)
         vals = [int(v) for v in vals]  # integer results compute in integers, as torch
         if vals[2] == 0:
             raise ValueError("step must be nonzero")
@@ -362,32 +369,32 @@ def _check_steps(steps, fname: str) -> int:
     return int(steps)
 
 
-def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None,
+def linspace(start, end, steps: int, *, dtype=None, layout=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     steps = _check_steps(steps, "linspace")
-    dt = dtype_or(dtype)
+    dt = dtype_or(dtype, fname="linspace")
     arr = _lin_values(_number(start), _number(end), steps, dt)
     return finish(arr.astype(dt.np), requires_grad, device)
 
 
-def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None, layout=None,
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, layout=None,
              device=None, requires_grad: bool = False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
     steps = _check_steps(steps, "logspace")
-    dt = dtype_or(dtype)
+    dt = dtype_or(dtype, fname="logspace")
     arr = np.power(float(base), _lin_values(_number(start), _number(end), steps, dt))
     return finish(arr.astype(dt.np), requires_grad, device)
 
 
-def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None,
+def eye(n: int, m: int | None = None, *, dtype=None, layout=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """A 2-d tensor with ones on the diagonal."""
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m is not None and m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    return finish(np.eye(n, m, dtype=dtype_or(dtype).np), requires_grad, device)
+    return finish(np.eye(n, m, dtype=dtype_or(dtype, fname="eye").np), requires_grad, device)
 
 
 # --- Tensor.new_* --------------------------------------------------------------------------

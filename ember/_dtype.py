@@ -108,6 +108,21 @@ def scalar_kind(value) -> int:
     raise TypeError(f"unsupported scalar type {type(value).__name__}")
 
 
+def check_int(value) -> None:
+    """torch's argument parser takes Python ints in [-2**63, 2**64), whatever the dtype."""
+    if type(value) is int and not -0x8000000000000000 <= value <= 0xFFFFFFFFFFFFFFFF:
+        raise OverflowError("int too big to convert" if value > 0 else
+                            "can't convert negative int to unsigned")
+
+
+def check_int64(value, dt: dtype) -> None:
+    """A Python int in [2**63, 2**64) is an unsigned 64-bit scalar to torch: ops that take it as
+    an integer tensor's value (fill, clamp, alpha, ...) refuse it rather than wrap it."""
+    check_int(value)
+    if type(value) is int and value > 0x7FFFFFFFFFFFFFFF and dt._kind == 1:
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+
+
 def _kind_default(kind: int) -> dtype:
     return (bool_, int64, _default_float)[kind]
 
@@ -139,8 +154,10 @@ def result_type(tensors, scalars=()) -> dtype:
     return out
 
 
-def to_dtype(obj) -> dtype:
-    """Accept an ember dtype, a NumPy dtype, a Python type or a torch-style string."""
+def to_dtype(obj, fname: str | None = None) -> dtype:
+    """A ``dtype=`` argument: an ember dtype, or the Python type float, int or bool (torch's
+    parser takes these and nothing else: not a string, not a NumPy dtype). ``fname`` names
+    the function in the error."""
     if isinstance(obj, dtype):
         return obj
     if obj is float:  # torch maps the Python type float to float64, whatever the default
@@ -149,14 +166,10 @@ def to_dtype(obj) -> dtype:
         return int64
     if obj is bool:
         return bool_
-    if isinstance(obj, str):
-        name = obj.removeprefix("torch.").removeprefix("ember.")
-        if name in _ALIASES:
-            return _ALIASES[name]
-        if name in _BY_NAME:
-            return _BY_NAME[name]
-        raise TypeError(f"invalid dtype string: {obj!r}")
-    return from_numpy_dtype(obj)
+    kind = type(obj)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    raise TypeError(f"{fname + '(): ' if fname else ''}argument 'dtype' must be torch.dtype, not "
+                    f"{name}")
 
 
 _ALIASES = {

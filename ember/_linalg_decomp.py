@@ -15,18 +15,6 @@ from ember.linalg import LinAlgError, _square, solve
 from ember.ops.linalg import matmul
 
 
-def _save_outputs(outs: tuple) -> None:
-    """Keep every output of a multi-output op for its backward (Op saves single outputs only)."""
-    node = outs[0].grad_fn
-    if node is not None:
-        node.saved_outputs = tuple((t._data, t._vc, t._vc[0], i) for i, t in enumerate(outs))
-
-
-def _outputs(ctx) -> tuple:
-    """The saved outputs, attached to their node so a double backward sees through them."""
-    return tuple(ctx._unpack_output(*saved) for saved in ctx.saved_outputs)
-
-
 def _not_pd(a: np.ndarray) -> LinAlgError:
     """torch's message: the first batch element and leading minor that is not positive-definite."""
     flat = a.reshape(-1, *a.shape[-2:])
@@ -78,6 +66,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
 
 class LinalgEigh(Op):
     node_name = "LinalgEighBackward0"
+    saves_output = (0, 1)
 
     @staticmethod
     def forward(ctx, a, uplo="L"):
@@ -88,7 +77,7 @@ class LinalgEigh(Op):
     def backward(ctx, gw, gv):
         # torch's linalg_eig_backward for Hermitian input:
         # gA = V (skew(V^T gV) / (w_j - w_i) + diag(gw)) V^T.
-        w, v = _outputs(ctx)
+        w, v = ctx.saved_tensors
         n = w.shape[-1]
         eye = Tensor._make(np.eye(n, dtype=w._data.dtype))
         inner = 0.0
@@ -105,7 +94,6 @@ def eigh(A: Tensor, UPLO: str = "L"):
     """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices."""
     _square("linalg.eigh", A)
     w, v = LinalgEigh.apply(A, uplo=UPLO)
-    _save_outputs((w, v))
     return return_types.linalg_eigh(w, v)
 
 
@@ -116,6 +104,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
 
 class LinalgSvd(Op):
     node_name = "LinalgSvdBackward0"
+    saves_output = (0, 1, 2)
 
     @staticmethod
     def forward(ctx, a, full_matrices=True):
@@ -125,7 +114,7 @@ class LinalgSvd(Op):
 
     @staticmethod
     def backward(ctx, gu, gs, gvh):
-        u, s, vh = _outputs(ctx)
+        u, s, vh = ctx.saved_tensors
         m, n = ctx.mn
         k = s.shape[-1]
         if ctx.full:  # only the first k singular vectors are determined by A
@@ -162,9 +151,7 @@ def svd(A: Tensor, full_matrices: bool = True):
     """``A = U diag(S) Vh`` as a ``linalg_svd`` named tuple (singular values descending)."""
     if A.ndim < 2:
         raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
-    outs = LinalgSvd.apply(A, full_matrices=full_matrices)
-    _save_outputs(outs)
-    return return_types.linalg_svd(*outs)
+    return return_types.linalg_svd(*LinalgSvd.apply(A, full_matrices=full_matrices))
 
 
 def svdvals(A: Tensor) -> Tensor:
@@ -174,6 +161,7 @@ def svdvals(A: Tensor) -> Tensor:
 
 class LinalgQr(Op):
     node_name = "LinalgQrBackward0"
+    saves_output = (0, 1)
 
     @staticmethod
     def forward(ctx, a, mode="reduced"):
@@ -193,7 +181,7 @@ class LinalgQr(Op):
         if ctx.mode == "complete" and m > n:
             raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
                                "and nrows > ncols.")
-        q, r = _outputs(ctx)
+        q, r = ctx.saved_tensors
         if m >= n:
             return _qr_grad_tall(q, r, gq, gr)
         # A = Q [X | Y] with X square: Y = Q R2 feeds Q's gradient, then the square case.
@@ -236,6 +224,4 @@ def qr(A: Tensor, mode: str = "reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
-    outs = LinalgQr.apply(A, mode=mode)
-    _save_outputs(outs)
-    return return_types.linalg_qr(*outs)
+    return return_types.linalg_qr(*LinalgQr.apply(A, mode=mode))

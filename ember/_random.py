@@ -11,12 +11,33 @@ program sees torch's random numbers throughout.
 
 from __future__ import annotations
 
-import ast
+import struct
 
 import numpy as np
 
+from ember.compiler import traced
+
+VMAP_RANDOMNESS: list = [None]  # the running ember.func.vmap's randomness mode, if any
 _DEFAULT_SEED = 67280421310721  # torch's default initial seed
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
+_N = 624  # MT19937's state words
+
+# torch's CPUGeneratorImplState, byte for byte (x86-64 layout, little-endian): the legacy
+# THGeneratorState (seed, left, seeded, next, 624 state words widened to uint64, then the
+# Box-Muller cache as normal_x, normal_y, normal_rho, normal_is_valid), then the float cache.
+_STATE_SIZE = 5056
+_HEAD = struct.Struct("<QiiQ")  # the_initial_seed, left, seeded, next
+_WORDS = slice(24, 24 + 8 * _N)
+_NORMAL = struct.Struct("<dddi")  # at 5016
+_FLOAT = struct.Struct("<f?")  # at 5048
+
+
+def _temper(y: np.ndarray) -> np.ndarray:
+    """MT19937's output transform of raw state words (uint64 arrays holding 32-bit values)."""
+    y = y ^ (y >> np.uint64(11))
+    y = y ^ ((y << np.uint64(7)) & np.uint64(0x9D2C5680))
+    y = y ^ ((y << np.uint64(15)) & np.uint64(0xEFC60000))
+    return y ^ (y >> np.uint64(18))
 
 
 class Generator:
@@ -41,6 +62,10 @@ class Generator:
         self._bits = np.random.MT19937(0)
         self._bits._legacy_seeding(self._seed & 0xFFFF_FFFF)  # std::mt19937(seed) seeding
         self._next_normal = None  # torch caches the second Box-Muller value
+        self._next_float_normal = None  # torch's float cache: kept in the state, never drawn
+        # torch's (next, left) while they differ from NumPy's position: after seeding (0, 1),
+        # or a torch state whose next words are read before the next regeneration.
+        self._prefix = (0, 1)
         return self
 
     def seed(self) -> int:
@@ -53,33 +78,84 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The generator state as a uint8 tensor (restore it with ``set_state``)."""
+        """The state as torch's: a uint8 tensor of 5056 bytes in torch's CPU generator layout,
+        so that torch.set_rng_state takes it (and ``set_state`` takes torch's)."""
         from ember._tensor import Tensor
 
-        st = self._bits.state
-        state = (self._seed, st["state"]["key"].tolist(), st["state"]["pos"], self._next_normal)
-        return Tensor._make(np.frombuffer(repr(state).encode(), dtype=np.uint8).copy())
+        st = self._bits.state["state"]
+        nxt, left = self._prefix if self._prefix is not None else (st["pos"], _N + 1 - st["pos"])
+        buf = np.zeros(_STATE_SIZE, np.uint8)
+        _HEAD.pack_into(buf, 0, self._seed, left, 1, nxt)
+        buf[_WORDS] = st["key"].astype("<u8").view(np.uint8)
+        if self._next_normal is not None:
+            _NORMAL.pack_into(buf, 5016, 0.0, self._next_normal, 0.0, 1)
+        if self._next_float_normal is not None:
+            _FLOAT.pack_into(buf, 5048, self._next_float_normal, True)
+        return Tensor._make(buf)
 
     def set_state(self, new_state) -> Generator:
+        """Restore a state from ``get_state`` or from torch, checked as torch checks it."""
         from ember._tensor import Tensor
 
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
-        if new_state._data.dtype != np.uint8:
+        data = new_state._data
+        if not isinstance(data, np.ndarray) or data.dtype != np.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
-        try:
-            seed, key, pos, cached = ast.literal_eval(new_state._data.tobytes().decode())
-            bits = np.random.MT19937(0)
-            bits.state = {"bit_generator": "MT19937",
-                          "state": {"key": np.array(key, dtype=np.uint32), "pos": pos}}
-        except (ValueError, SyntaxError, TypeError, KeyError, UnicodeDecodeError):
-            raise RuntimeError("Invalid generator state: not one made by get_state()") from None
-        self._seed, self._bits, self._next_normal = seed, bits, cached
+        if data.size != _STATE_SIZE:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_SIZE} but "
+                               f"found the input RNG state size to be {data.size}")
+        buf = np.ascontiguousarray(data).reshape(-1)
+        seed, left, seeded, nxt = _HEAD.unpack_from(buf, 0)
+        nxt &= 0xFFFF_FFFF  # torch keeps next as a uint32
+        # torch's is_valid(); ember also refuses a state whose reads would run past the 624
+        # words before the next regeneration (torch then reads the memory behind them).
+        if not seeded or not 0 < left <= _N or nxt > _N or (left > 1 and nxt + left - 1 > _N):
+            raise RuntimeError("Invalid mt19937 state")
+        words = buf[_WORDS].view("<u8").astype(np.uint32)  # torch copies into 32-bit words
+        in_step = nxt == _N + 1 - left  # NumPy's single position can say where torch reads
+        bits = np.random.MT19937(0)
+        bits.state = {"bit_generator": "MT19937",
+                      "state": {"key": words, "pos": nxt if in_step else _N}}
+        _, normal, _, normal_valid = _NORMAL.unpack_from(buf, 5016)
+        flt, flt_valid = _FLOAT.unpack_from(buf, 5048)
+        self._seed, self._bits = seed, bits
+        self._prefix = None if in_step else (nxt, left)
+        self._next_normal = normal if normal_valid else None
+        self._next_float_normal = flt if flt_valid else None
         return self
+
+    def _snapshot(self) -> tuple:
+        """Everything a draw changes (ember.compile puts it back after a capture run)."""
+        return (self._bits.state, self._prefix, self._next_normal, self._next_float_normal)
+
+    def _restore(self, snap: tuple) -> None:
+        self._bits.state, self._prefix, self._next_normal, self._next_float_normal = snap
 
     # --- torch's transforms of the raw 32-bit stream -----------------------------------------
     def _raw(self, n: int) -> np.ndarray:
+        rec = traced.ACTIVE[0]  # under ember.compile's capture: a draw the program repeats
+        if rec is not None:
+            return rec.random(self, "_raw", n)
+        if VMAP_RANDOMNESS[0] == "error":
+            from ember.func._vmap import check_random
+
+            check_random()
+        if self._prefix is not None:
+            return self._raw_prefixed(n)
         return self._bits.random_raw(n).astype(np.uint64)
+
+    def _raw_prefixed(self, n: int) -> np.ndarray:
+        """Draws while torch's (next, left) are not NumPy's position: the words torch reads
+        before its next regeneration, then NumPy's stream (which regenerates first)."""
+        nxt, left = self._prefix
+        k = min(n, left - 1)
+        head = _temper(self._bits.state["state"]["key"][nxt:nxt + k].astype(np.uint64))
+        self._prefix = (nxt + k, left - k)
+        if n == k:
+            return head
+        self._prefix = None
+        return np.concatenate([head, self._bits.random_raw(n - k).astype(np.uint64)])
 
     def _raw64(self, n: int) -> np.ndarray:
         x = self._raw(2 * n)
@@ -92,23 +168,27 @@ class Generator:
         return ((self._raw(n) & np.uint64((1 << 24) - 1)).astype(np.float32)
                 * np.float32(2.0 ** -24))
 
-    def _normal_scalar(self) -> float:
-        """normal_distribution<double>: Box-Muller on two doubles, second value cached."""
-        if self._next_normal is not None:
-            value, self._next_normal = self._next_normal, None
-            return value
-        u1, u2 = self._uniform(2, True)
-        r = np.sqrt(-2.0 * np.log1p(-u2))
-        theta = 2.0 * np.pi * u1
-        self._next_normal = float(r * np.sin(theta))
-        return float(r * np.cos(theta))
+    def _normals(self, n: int) -> np.ndarray:
+        """n draws of normal_distribution<double>, torch's scalar sampler: Box-Muller on pairs
+        of doubles, each pair giving its cos value, then its sin value; an odd one out is cached
+        for the next draw, which takes it first."""
+        head = [] if self._next_normal is None or not n else [self._next_normal]
+        if head:
+            self._next_normal = None
+        pairs = (n - len(head) + 1) // 2
+        u = self._uniform(2 * pairs, True).reshape(pairs, 2)
+        r = np.sqrt(-2.0 * np.log1p(-u[:, 1]))
+        theta = 2.0 * np.pi * u[:, 0]
+        vals = np.stack([r * np.cos(theta), r * np.sin(theta)], axis=1).reshape(-1)
+        if (n - len(head)) % 2:
+            self._next_normal = float(vals[-1])
+        return np.concatenate([head, vals[:n - len(head)]])
 
     def _normal(self, n: int, double: bool, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
         """torch's normal_ kernel: one scalar draw each below 16 elements, else normal_fill
         (Box-Muller over blocks of 16 uniforms; a ragged tail redraws the last 16)."""
         if n < 16:
-            out = np.array([self._normal_scalar() for _ in range(n)], dtype=np.float64)
-            return out * std + mean
+            return self._normals(n) * std + mean
         work = np.float64 if double else np.float32
         data = self._uniform(n, double)
         k = n // 16
@@ -125,13 +205,39 @@ class Generator:
         return (raw % np.uint64(span)).astype(np.int64) + low
 
     def _randperm(self, n: int) -> np.ndarray:
-        """torch's Fisher-Yates: swap i with i + random() % (n - i)."""
-        z = (self._raw(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
-        perm = list(range(n))
-        for i, j in enumerate(z):
-            j += i
-            perm[i], perm[j] = perm[j], perm[i]
-        return np.array(perm, dtype=np.int64)
+        """torch's Fisher-Yates: swap i with i + random() % (n - i), for i < n - 1."""
+        if n < 2:
+            return np.arange(n, dtype=np.int64)
+        z = self._raw(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)
+        return _swapped(z.astype(np.int64) + np.arange(n - 1, dtype=np.int64))
+
+
+def _swapped(target: np.ndarray) -> np.ndarray:
+    """What ``for i: p[i], p[target[i]] = p[target[i]], p[i]`` (target[i] >= i) makes of
+    ``p = arange(len(target) + 1)``, without the loop. Position k ends with the value that
+    position target[k] held before step k: that is the value swapped into target[k] by the
+    latest earlier step with the same target, else its own; and position k, before step k,
+    holds what the latest earlier step aimed at k swapped in, else k. Those links point to
+    earlier steps, so pointer jumping resolves them in log(n) gathers."""
+    n = target.size + 1
+    k = np.arange(n)
+    target = np.append(target, n - 1)  # the last position, as a step that swaps with itself
+    order = np.argsort(target, kind="stable")  # the steps by target, each group in step order
+    grouped = target[order]
+    prev = np.full(n, -1)  # the latest earlier step with the same target
+    same = grouped[1:] == grouped[:-1]
+    prev[order[1:][same]] = order[:-1][same]
+    last = np.full(n, -1)  # the latest step aimed at each position
+    ends = np.append(~same, True)
+    last[grouped[ends]] = order[ends]
+    into = np.where(last == k, prev, last)  # the latest step before k aimed at k
+    held = np.where(into >= 0, into, k)  # what position k holds before step k: follow links
+    while True:
+        nxt = held[held]
+        if np.array_equal(nxt, held):
+            break
+        held = nxt
+    return np.where(target == k, held, np.where(prev >= 0, held[prev], target))
 
 
 def _box_muller16(d: np.ndarray, work, mean: float, std: float) -> np.ndarray:
@@ -231,8 +337,7 @@ def double_uniform_sample(shape: tuple, generator: Generator | None = None) -> n
 def scalar_normal_sample(shape: tuple, generator: Generator | None = None) -> np.ndarray:
     """One ``normal_distribution<double>`` draw per element (Box-Muller, second value cached),
     as torch's log_normal_ kernel draws."""
-    g = _gen(generator)
-    return np.array([g._normal_scalar() for _ in range(int(np.prod(shape)))]).reshape(shape)
+    return _gen(generator)._normals(int(np.prod(shape))).reshape(shape)
 
 
 def bernoulli_sample(shape: tuple, p, generator: Generator | None = None) -> np.ndarray:
@@ -258,7 +363,7 @@ def _standard_normal(g: Generator, shape: tuple, dt: _dtype.dtype, mean: float =
     return out.reshape(shape).astype(dt.np, copy=False)
 
 
-def rand(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
+def rand(*args, size=None, generator: Generator | None = None, dtype=None,
          layout=None, device=None, requires_grad: bool = False,
          pin_memory: bool = False) -> Tensor:
     """Uniform samples from [0, 1)."""
@@ -267,7 +372,7 @@ def rand(*args, size=None, generator: Generator | None = None, out=None, dtype=N
     return finish(_uniform(_gen(generator), shape, dt), requires_grad, device)
 
 
-def randn(*args, size=None, generator: Generator | None = None, out=None, dtype=None,
+def randn(*args, size=None, generator: Generator | None = None, dtype=None,
           layout=None, device=None, requires_grad: bool = False,
           pin_memory: bool = False) -> Tensor:
     """Standard normal samples."""
@@ -285,7 +390,7 @@ def _randint_array(g, low, high, shape: tuple, dt: _dtype.dtype) -> np.ndarray:
 
 
 def randint(*args, low=None, high=None, size=None, generator: Generator | None = None,
-            out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
+            dtype=None, layout=None, device=None, requires_grad: bool = False,
             pin_memory: bool = False) -> Tensor:
     """Integers from [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
     if low is not None:
@@ -309,7 +414,7 @@ def randint(*args, low=None, high=None, size=None, generator: Generator | None =
                   requires_grad, device)
 
 
-def randperm(n: int, *, generator: Generator | None = None, out=None, dtype=None, layout=None,
+def randperm(n: int, *, generator: Generator | None = None, dtype=None, layout=None,
              device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of ``0 .. n-1``."""
     n = int(_item(n))
@@ -401,7 +506,7 @@ def _check_std(std) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
 
-def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=None,
+def normal(mean, std=1.0, size=None, *, generator: Generator | None = None,
            dtype=None, layout=None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """Normal samples; torch's four forms:
@@ -447,8 +552,8 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=
     return _NormalFloatTensor.apply(std, sample=sample)
 
 
-def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None,
-              out=None) -> Tensor:
+def bernoulli(input: Tensor, p: float | None = None, *,
+              generator: Generator | None = None) -> Tensor:
     """0/1 samples: each element is 1 with probability ``input`` (or ``p`` when given)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "

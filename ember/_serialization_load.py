@@ -7,14 +7,11 @@ torch. With ``weights_only=True`` (the default) any global outside the allow-lis
 
 from __future__ import annotations
 
-import _compat_pickle
 import codecs
-import contextlib
 import io
 import os
 import pickle
 import zipfile
-import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import IO, Any
@@ -23,7 +20,20 @@ import numpy as np
 
 from ember import _dtype
 from ember._backend import CPU, check_device, cupy_module, device, to_device, to_numpy
+from ember._serialization_zip import mmap_record, open_archive, read_record, record_size
 from ember._tensor import Size, Tensor
+from ember._weights_only_unpickler import (
+    WeightsOnlyUnpickler,
+    add_safe_globals,
+    clear_safe_globals,
+    get_safe_globals,
+    python3_name,
+    safe_globals,
+    weights_only_message,
+)
+
+__all__ = ["load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
+           "safe_globals"]
 
 FileLike = str | os.PathLike | IO[bytes]
 
@@ -60,24 +70,41 @@ class _LoadedStorage:
 
 
 # --- rebuild functions (the targets of torch's names) --------------------------------------
+def _geometry_error(size, stride) -> RuntimeError:
+    return RuntimeError(f"invalid tensor geometry in checkpoint: size {size}, stride {stride}")
+
+
+def _int_tuple(v) -> tuple[int, ...] | None:
+    """``v`` as a tuple of non-negative ints below 2**63, or None."""
+    if type(v) not in (tuple, list, Size) or not all(
+            type(i) is int and 0 <= i < 2**63 for i in v):
+        return None
+    return tuple(v)
+
+
 def _rebuild_tensor_v2(storage: _LoadedStorage, storage_offset: int, size, stride,
                        requires_grad: bool, backward_hooks, metadata=None) -> Tensor:
+    if type(storage) is not _LoadedStorage:
+        raise RuntimeError(f"_rebuild_tensor_v2: expected a storage, got {type(storage)}")
     arr = storage.array
-    size, stride = tuple(size), tuple(stride)
-    if len(size) != len(stride) or any(s < 0 for s in size) or any(s < 0 for s in stride):
-        raise RuntimeError(f"invalid tensor geometry in checkpoint: size {list(size)}, "
-                           f"stride {list(stride)}")
-    if 0 not in size:
-        last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
-        if storage_offset < 0 or last >= arr.size:
-            raise RuntimeError(f"checkpoint tensor of size {list(size)} at offset "
+    shape, strides = _int_tuple(size), _int_tuple(stride)
+    if shape is None or strides is None or len(shape) != len(strides) or not (
+            type(storage_offset) is int and 0 <= storage_offset < 2**63):
+        raise _geometry_error(_short(size), _short(stride))
+    if 0 not in shape:
+        last = storage_offset + sum((n - 1) * s for n, s in zip(shape, strides))
+        if last >= arr.size:
+            raise RuntimeError(f"checkpoint tensor of size {list(shape)} at offset "
                                f"{storage_offset} is out of bounds for its storage of "
                                f"{arr.size} elements (corrupt file?)")
     item = arr.itemsize
     # An ndarray over the storage's buffer (base = the storage), so a later save finds it.
-    view = np.ndarray(size, dtype=arr.dtype, buffer=arr,
-                      offset=storage_offset * item if 0 not in size else 0,
-                      strides=tuple(s * item for s in stride))
+    try:
+        view = np.ndarray(shape, dtype=arr.dtype, buffer=arr,
+                          offset=storage_offset * item if 0 not in shape else 0,
+                          strides=tuple(s * item for s in strides))
+    except (ValueError, TypeError, OverflowError):
+        raise _geometry_error(list(shape), list(strides)) from None
     if storage.device != CPU:  # a GPU copy of its own, no longer a view of the storage
         t = Tensor._make(to_device(view, storage.device))
     else:
@@ -86,6 +113,12 @@ def _rebuild_tensor_v2(storage: _LoadedStorage, storage_offset: int, size, strid
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _short(v) -> str:
+    """A size or stride from the file, for an error message (bounded length)."""
+    t = _int_tuple(v)
+    return str(list(t))[:200] if t is not None else str(type(v))
 
 
 def _rebuild_parameter(data: Tensor, requires_grad: bool, backward_hooks):
@@ -100,6 +133,9 @@ def _rebuild_parameter_with_state(data: Tensor, requires_grad: bool, backward_ho
 
 def _rebuild_from_type_v2(func, new_type, args, state):
     t = func(*args)
+    if not isinstance(t, Tensor):
+        raise RuntimeError(f"_rebuild_from_type_v2: expected its function to build a Tensor, "
+                           f"got {type(t)}")
     if type(t) is not new_type and isinstance(new_type, type) and issubclass(new_type, Tensor):
         sub = object.__new__(new_type)
         sub._init(t._data)
@@ -108,19 +144,41 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     return _set_obj_state(t, state)
 
 
-def _set_obj_state(obj, state):
+# A tensor's internals: torch keeps them in C, out of setattr's reach; so does ember.
+_TENSOR_INTERNALS = frozenset(Tensor.__slots__) | {"__class__"}
+
+
+def _set_obj_state(obj: Tensor, state):
+    """Attributes saved with a tensor (``t.tag = ...``), set as torch's ``_set_obj_state``."""
     if isinstance(state, tuple):
+        if len(state) != 2:
+            raise RuntimeError(f"Invalid serialized state: a tuple of {len(state)} items")
         dict_state, slots_state = state
-        for k, v in (slots_state or {}).items():
-            setattr(obj, k, v)
     else:
-        dict_state = state
-    for k, v in (dict_state or {}).items():
-        setattr(obj, k, v)
+        dict_state, slots_state = state, None
+    for part in (dict_state, slots_state):
+        if part is None:
+            continue
+        if not isinstance(part, dict):
+            raise RuntimeError(f"Invalid serialized state: {type(part)}")
+        for k, v in part.items():
+            if type(k) is not str or k in _TENSOR_INTERNALS:
+                name = repr(k[:100]) if type(k) is str else type(k)
+                raise RuntimeError(f"Invalid serialized state: cannot set {name} on a tensor")
+            setattr(obj, k, v)
     return obj
 
 
 # --- the allow-list -------------------------------------------------------------------------
+def _bytearray(*args) -> bytearray:
+    """``bytearray`` as pickles call it, from its content: not ``bytearray(2**40)``, which
+    would have a few bytes of a file fill memory with zeros."""
+    if args and not isinstance(args[0], str | bytes | bytearray):
+        raise pickle.UnpicklingError(f"bytearray in a checkpoint is made from its content, not "
+                                     f"from {type(args[0])}")
+    return bytearray(*args)
+
+
 def _allowed_globals() -> dict[str, Any]:
     from ember.nn.parameter import Parameter
 
@@ -128,7 +186,7 @@ def _allowed_globals() -> dict[str, Any]:
         "collections.OrderedDict": OrderedDict, "collections.Counter": Counter,
         "torch.nn.parameter.Parameter": Parameter, "torch.Size": Size,
         "torch.Tensor": Tensor, "torch.device": device, "_codecs.encode": codecs.encode,
-        "builtins.bytearray": bytearray, "builtins.set": set, "builtins.complex": complex,
+        "builtins.bytearray": _bytearray, "builtins.set": set, "builtins.complex": complex,
         "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
         "torch._utils._rebuild_parameter": _rebuild_parameter,
         "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
@@ -141,8 +199,6 @@ def _allowed_globals() -> dict[str, Any]:
     return rc
 
 
-_SAFE_GLOBALS: dict[str, Any] = {}
-
 # Legitimate tensor globals in torch checkpoints whose dtypes ember lacks: a clear error, not a
 # "weights only" refusal.
 _UNSUPPORTED_TENSOR_GLOBALS = {
@@ -153,57 +209,20 @@ _UNSUPPORTED_TENSOR_GLOBALS = {
 }
 
 
-def _global_name(obj) -> str:
-    if isinstance(obj, tuple):
-        return obj[1]
-    return f"{obj.__module__}.{obj.__qualname__}"
-
-
-def add_safe_globals(safe_globals: list) -> None:
-    """Allow these classes/functions (or ``(obj, "module.name")`` pairs) in weights-only loads."""
-    for g in safe_globals:
-        _SAFE_GLOBALS[_global_name(g)] = g[0] if isinstance(g, tuple) else g
-
-
-def get_safe_globals() -> list:
-    return list(_SAFE_GLOBALS.values())
-
-
-def clear_safe_globals() -> None:
-    _SAFE_GLOBALS.clear()
-
-
-@contextlib.contextmanager
-def safe_globals(globals_list: list):
-    """Context manager: allow these globals only inside the block."""
-    saved = dict(_SAFE_GLOBALS)
-    add_safe_globals(globals_list)
-    try:
-        yield
-    finally:
-        _SAFE_GLOBALS.clear()
-        _SAFE_GLOBALS.update(saved)
-
-
-def _weights_only_message(full: str) -> str:
-    return (
-        "Weights only load failed. This file can still be loaded, to do so you have two "
-        "options, do those steps only if you trust the source of the checkpoint. \n\t(1) "
-        "Re-running `ember.load` with `weights_only` set to `False` will likely succeed, but "
-        "it can result in arbitrary code execution. Do it only if you got the file from a "
-        "trusted source.\n\t(2) Alternatively, to load with `weights_only=True` please check "
-        "the recommended steps in the following error message.\n\tWeightsUnpickler error: "
-        f"Unsupported global: GLOBAL {full} was not an allowed global by default. Please use "
-        f"`ember.serialization.add_safe_globals([{full}])` or the "
-        f"`ember.serialization.safe_globals([{full}])` context manager to allowlist this "
-        "global if you trust this class/function.")
+def _refuse_unsupported(full: str) -> None:
+    if full in _UNSUPPORTED_TENSOR_GLOBALS:
+        raise RuntimeError(f"ember.load: the checkpoint holds tensors that need {full}, "
+                           "a dtype ember does not have (bfloat16 needs the ml_dtypes "
+                           "package; complex, unsigned 16-64 bit and float8 are not "
+                           "supported)")
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file, weights_only: bool, persistent_load: Callable,
-                 encoding: str) -> None:
+    """The full unpickler of ``weights_only=False`` (trusted files): torch classes map onto
+    ember's twins."""
+
+    def __init__(self, file, persistent_load: Callable, encoding: str) -> None:
         super().__init__(file, encoding=encoding)
-        self.weights_only = weights_only
         self._persistent = persistent_load
         self._allowed = _allowed_globals()
 
@@ -211,23 +230,11 @@ class _Unpickler(pickle.Unpickler):
         return self._persistent(pid)
 
     def find_class(self, module: str, name: str):
-        # Protocol 2 writes Python 2 names (__builtin__.set, ...); map them as pickle does.
-        if (module, name) in _compat_pickle.NAME_MAPPING:
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        elif module in _compat_pickle.IMPORT_MAPPING:
-            module = _compat_pickle.IMPORT_MAPPING[module]
+        module, name = python3_name(module, name)
         full = f"{module}.{name}"
         if full in self._allowed:
             return self._allowed[full]
-        if full in _SAFE_GLOBALS:
-            return _SAFE_GLOBALS[full]
-        if full in _UNSUPPORTED_TENSOR_GLOBALS:
-            raise RuntimeError(f"ember.load: the checkpoint holds tensors that need {full}, "
-                               "a dtype ember does not have (bfloat16 needs the ml_dtypes "
-                               "package; complex, unsigned 16-64 bit and float8 are not "
-                               "supported)")
-        if self.weights_only:
-            raise pickle.UnpicklingError(_weights_only_message(full))
+        _refuse_unsupported(full)
         if module == "torch" or module.startswith("torch."):
             # A torch class (e.g. a whole torch.nn module): use ember's twin if it has one.
             ember_module = "ember" + module[len("torch"):]
@@ -256,84 +263,29 @@ def _restore_location(map_location, location: str):
     return check_device(target)
 
 
-def _open_archive(f, name: str):
-    if not (hasattr(f, "seekable") and f.seekable()):
-        f = io.BytesIO(f.read())  # zip needs random access, as torch's reader does
-    head = f.read(4)
-    f.seek(-len(head), io.SEEK_CUR)
-    if head != b"PK\x03\x04":
-        raise RuntimeError(
-            f"{name}: not a PyTorch zip checkpoint (the file is empty, corrupt, or in the legacy "
-            "pre-1.6 format that ember does not read; re-save it with torch.save in torch >= "
-            "1.6)")
-    try:
-        return zipfile.ZipFile(f)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
-        raise RuntimeError(
-            f"PytorchStreamReader failed reading zip archive: failed finding central directory "
-            f"({name}: {e}). The checkpoint is truncated or corrupted: it was not saved "
-            "completely or was modified after saving.") from None
+def _storage_id(pid) -> tuple[StorageType, str, str, int]:
+    """(type, key, location, numel) of a persistent id, checked; torch's errors otherwise."""
+    kind = _ascii(pid[0]) if type(pid) is tuple and len(pid) == 5 else None
+    if not (type(kind) is str and kind == "storage"):
+        raise pickle.UnpicklingError(
+            f"Only persistent_load of storage is allowed, but got {_types(pid)}")
+    _, stype, key, location, numel = pid
+    key, location = _ascii(key), _ascii(location)
+    if not (isinstance(stype, StorageType) and type(key) is str and type(location) is str
+            and type(numel) is int and numel >= 0):
+        raise pickle.UnpicklingError(f"invalid storage record in checkpoint: {_types(pid)}")
+    return stype, key, location, numel
 
 
-def _read_record(zf: zipfile.ZipFile, record: str, name: str, out: np.ndarray | None = None):
-    """A record's bytes, or (``out`` given) its bytes read straight into ``out``, CRC-checked."""
-    try:
-        if out is None:
-            return zf.read(record)
-        info = zf.getinfo(record)
-        if info.file_size != out.nbytes:
-            raise zipfile.BadZipFile(f"record holds {info.file_size} bytes, expected "
-                                     f"{out.nbytes}")
-        if info.compress_type != zipfile.ZIP_STORED:
-            with zf.open(record) as fh:
-                fh.readinto(out)
-            return out
-        # Stored records: one readinto from the file, no chunked copies through zipfile.
-        zf.fp.seek(_data_offset(zf, info))
-        n = zf.fp.readinto(out)
-        if n != out.nbytes:
-            raise zipfile.BadZipFile(f"record is truncated ({n} of {out.nbytes} bytes)")
-        if zlib.crc32(out) != info.CRC:
-            raise zipfile.BadZipFile(f"Bad CRC-32 for file {record!r}")
-        return out
-    except KeyError:
-        raise RuntimeError(f"PytorchStreamReader failed locating file {record}: file not found "
-                           f"({name})") from None
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
-        raise RuntimeError(f"PytorchStreamReader failed reading file {record}: invalid header "
-                           f"or archive is corrupted ({name}: {e})") from None
+def _ascii(v):
+    # Python 2 era pickles (read with encoding="bytes") give bytes here; torch accepts them.
+    return v.decode("ascii") if type(v) is bytes and v.isascii() else v
 
 
-def _data_offset(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
-    """Where a record's data starts: after its local header (whose extra field may differ
-    from the central directory's)."""
-    zf.fp.seek(info.header_offset)
-    head = zf.fp.read(30)
-    if len(head) != 30 or head[:4] != b"PK\x03\x04":
-        raise zipfile.BadZipFile("bad local file header")
-    return (info.header_offset + 30 + int.from_bytes(head[26:28], "little")
-            + int.from_bytes(head[28:30], "little"))
-
-
-def _mmap_record(zf: zipfile.ZipFile, record: str, path: str, name: str, dt: np.dtype,
-                 numel: int) -> np.ndarray | None:
-    """Map a stored record's bytes copy-on-write (torch's ``mmap=True``); None if it can't be."""
-    try:
-        info = zf.getinfo(record)
-        if info.compress_type != zipfile.ZIP_STORED or numel == 0:
-            return None
-        start = _data_offset(zf, info)
-        size = os.path.getsize(path)
-    except KeyError:
-        raise RuntimeError(f"PytorchStreamReader failed locating file {record}: file not found "
-                           f"({name})") from None
-    except (zipfile.BadZipFile, OSError) as e:
-        raise RuntimeError(f"PytorchStreamReader failed reading file {record}: invalid header "
-                           f"or archive is corrupted ({name}: {e})") from None
-    if start + numel * dt.itemsize > size or info.file_size != numel * dt.itemsize:
-        raise RuntimeError(f"PytorchStreamReader failed reading file {record}: the record is "
-                           f"truncated ({name})")
-    return np.memmap(path, dtype=dt, mode="c", offset=start, shape=(numel,)).view(np.ndarray)
+def _types(pid) -> str:
+    if type(pid) is tuple:
+        return "(" + ", ".join(type(x).__name__ for x in pid[:8]) + ")"
+    return str(type(pid))
 
 
 def _load_archive(zf: zipfile.ZipFile, name: str, map_location, weights_only: bool,
@@ -345,23 +297,26 @@ def _load_archive(zf: zipfile.ZipFile, name: str, map_location, weights_only: bo
     prefix = pkl[0][: -len("data.pkl")]
     names = set(zf.namelist())
     big_endian = (prefix + "byteorder" in names
-                  and _read_record(zf, prefix + "byteorder", name) == b"big")
+                  and read_record(zf, prefix + "byteorder", name) == b"big")
     loaded: dict[str, _LoadedStorage] = {}
 
     def persistent_load(pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise pickle.UnpicklingError(f"unsupported persistent id encountered: {pid!r}")
-        _, stype, key, location, numel = pid
-        if not isinstance(stype, StorageType):
-            raise pickle.UnpicklingError(f"unsupported storage type {stype!r}")
+        stype, key, location, numel = _storage_id(pid)
         if key not in loaded:
             record, dt = f"{prefix}data/{key}", stype.dtype.np
+            # The declared size is checked against the record before anything is allocated.
+            nbytes, have = numel * dt.itemsize, record_size(zf, record, name)
+            if have != nbytes:
+                raise RuntimeError(
+                    f"PytorchStreamReader failed reading file {record}: record size ({have} "
+                    f"bytes) does not match expected size ({nbytes} bytes = {numel} elements * "
+                    f"{dt.itemsize} bytes/element) for dtype {stype.dtype} ({name})")
             arr = None
             if mmap_path is not None and not big_endian:
-                arr = _mmap_record(zf, record, mmap_path, name, dt, int(numel))
+                arr = mmap_record(zf, record, mmap_path, name, dt, numel)
             if arr is None:
-                arr = np.empty(int(numel), dtype=dt)
-                _read_record(zf, record, name, arr.view(np.uint8))
+                arr = np.empty(numel, dtype=dt)
+                read_record(zf, record, name, arr.view(np.uint8))
             if big_endian:
                 arr = arr.byteswap()
             st = _LoadedStorage(arr)
@@ -375,18 +330,42 @@ def _load_archive(zf: zipfile.ZipFile, name: str, map_location, weights_only: bo
             loaded[key] = st
         return loaded[key]
 
-    data = _read_record(zf, prefix + "data.pkl", name)
-    up = _Unpickler(io.BytesIO(data), weights_only, persistent_load, encoding)
+    data = read_record(zf, prefix + "data.pkl", name)
+    if not weights_only:  # a trusted file: Python's own unpickler, anything goes
+        return _Unpickler(io.BytesIO(data), persistent_load, encoding).load()
+    up = WeightsOnlyUnpickler(io.BytesIO(data), _allowed_globals(), persistent_load,
+                              _refuse_unsupported, encoding)
     try:
-        return up.load()
-    except pickle.UnpicklingError:
-        raise
-    except (EOFError, ValueError, IndexError, KeyError, TypeError, AttributeError) as e:
-        if weights_only:
-            raise pickle.UnpicklingError(
-                f"Weights only load failed: {name}: data.pkl is malformed ({type(e).__name__}: "
-                f"{e})") from None
-        raise
+        return _no_bare_storage(up.load())
+    except pickle.UnpicklingError as e:
+        raise pickle.UnpicklingError(weights_only_message(str(e))) from None
+    except RuntimeError:
+        raise  # the rebuild functions' and the archive's own errors, already clear
+    except Exception as e:  # a malformed stream fails in any of pickle's ways
+        raise pickle.UnpicklingError(weights_only_message(
+            f"{name}: data.pkl is malformed ({type(e).__name__}: {str(e)[:200]})")) from None
+
+
+def _no_bare_storage(result):
+    """``result``, unless a storage sits in it outside a tensor (what ``torch.save`` of a
+    Storage gives): ember has no storage objects to return."""
+    todo, seen = [result], set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, str | bytes | int | float | type):
+            continue
+        seen.add(id(obj))
+        if type(obj) is _LoadedStorage:
+            raise RuntimeError("ember.load: the checkpoint holds a storage outside any tensor "
+                               "(torch.save of a Storage); ember has no storage objects: save "
+                               "the tensor instead")
+        if isinstance(obj, dict):
+            todo.extend(obj.keys())
+            todo.extend(obj.values())
+        elif isinstance(obj, list | tuple | set | frozenset):
+            todo.extend(obj)
+        todo.extend(getattr(obj, "__dict__", {}).values())
+    return result
 
 
 def load(f: FileLike, map_location=None, pickle_module: Any = None, *,
@@ -410,7 +389,7 @@ def load(f: FileLike, map_location=None, pickle_module: Any = None, *,
     if isinstance(f, str | os.PathLike):
         name = os.fspath(f)
         with open(name, "rb") as fh:
-            zf = _open_archive(fh, repr(name))
+            zf = open_archive(fh, repr(name))
             with zf:
                 return _load_archive(zf, repr(name), map_location, weights_only, encoding,
                                      name if mmap else None)
@@ -420,5 +399,5 @@ def load(f: FileLike, map_location=None, pickle_module: Any = None, *,
         raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a "
                              f"'read' attribute, got {type(f).__name__}")
     name = getattr(f, "name", None) or f"<{type(f).__name__}>"
-    zf = _open_archive(f, str(name))
+    zf = open_archive(f, str(name))
     return _load_archive(zf, str(name), map_location, weights_only, encoding, None)

@@ -18,6 +18,7 @@ from ember._dtype import dtype as _DType
 from ember._size import Size
 from ember._tensor_casts import TensorCasts
 from ember.autograd.grad_mode import STATE
+from ember.compiler.traced import refuse
 from ember.utils.hooks import RemovableHandle
 
 __all__ = ["Size", "Tensor"]
@@ -26,8 +27,8 @@ __all__ = ["Size", "Tensor"]
 class _Aux:
     """Rarely-used per-tensor state, allocated on first use to keep plain tensors light."""
 
-    __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name", "views",
-                 "views_live", "multi_view")
+    __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name", "tangent",
+                 "views", "views_live", "multi_view")
 
     def __init__(self) -> None:
         self.hooks = None
@@ -35,6 +36,7 @@ class _Aux:
         self.retains_grad = False
         self.grad_acc = None
         self.name = None
+        self.tangent = None  # forward-mode AD's tangent at the current dual level
         self.views = None  # weakrefs to views made while this tensor did not require grad
         self.views_live = 0
         self.multi_view = False  # a view from split/unbind/chunk, or a view of one
@@ -49,6 +51,10 @@ class _Aux:
             self.views_live = len(self.views)
         self.views.append(weakref.ref(view))
 
+
+# The _aux of a 0-d tensor an op made from a Python number (torch's "wrapped number"): saved
+# for backward like any input, but never handed to saved-tensor hooks, as in torch.
+WRAPPED_NUMBER = _Aux()
 
 _HOST_COPY = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
               "tensor to host memory first.")
@@ -127,7 +133,7 @@ class Tensor(TensorCasts):
         return t
 
     def _get_aux(self) -> _Aux:
-        if self._aux is None:
+        if self._aux is None or self._aux is WRAPPED_NUMBER:
             self._aux = _Aux()
         return self._aux
 
@@ -153,15 +159,15 @@ class Tensor(TensorCasts):
 
     @property
     def device(self):
-        return CPU if type(self._data) is np.ndarray else CUDA0
+        return CPU if isinstance(self._data, np.ndarray) else CUDA0
 
     @property
     def is_cuda(self) -> bool:
-        return type(self._data) is not np.ndarray
+        return not isinstance(self._data, np.ndarray)
 
     @property
     def is_cpu(self) -> bool:
-        return type(self._data) is np.ndarray
+        return isinstance(self._data, np.ndarray)
 
     @property
     def layout(self) -> str:
@@ -229,19 +235,7 @@ class Tensor(TensorCasts):
         return False
 
     def get_device(self) -> int:
-        return -1 if type(self._data) is np.ndarray else 0
-
-    @property
-    def is_sparse(self) -> bool:
-        return False
-
-    @property
-    def is_quantized(self) -> bool:
-        return False
-
-    @property
-    def is_meta(self) -> bool:
-        return False
+        return -1 if isinstance(self._data, np.ndarray) else 0
 
     # --- autograd metadata ---------------------------------------------------------------
     @property
@@ -377,7 +371,7 @@ class Tensor(TensorCasts):
         return t
 
     def detach_(self) -> Tensor:
-        if self._base is not None and self._grad_fn is not None:
+        if self._base is not None:  # any view, as in torch, with or without history
             raise RuntimeError(_DETACH_VIEW)
         self._grad_fn = None
         self._rg = False
@@ -402,20 +396,22 @@ class Tensor(TensorCasts):
 
     # --- conversions ---------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        refuse("Tensor.numpy()")
         if self._rg and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if type(self._data) is not np.ndarray:
+        if not isinstance(self._data, np.ndarray):
             if not force:
                 raise TypeError(_HOST_COPY)
             return self._data.get()
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        refuse("converting a tensor to a NumPy array")
         if self._rg:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if type(self._data) is not np.ndarray:
+        if not isinstance(self._data, np.ndarray):
             raise TypeError(_HOST_COPY)
         return self._data if dtype is None else self._data.astype(dtype)
 
@@ -470,6 +466,7 @@ class Tensor(TensorCasts):
     def __repr__(self, *, tensor_contents=None) -> str:
         from ember._tensor_str import tensor_repr
 
+        refuse("printing a tensor")
         return tensor_repr(self, tensor_contents)
 
     def __format__(self, spec: str) -> str:
@@ -501,6 +498,12 @@ class Tensor(TensorCasts):
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self._data, self._rg, type(self), self.__dict__ or None))
 
+
+# torch's flags for the devices and layouts an ember tensor is never on or in.
+for _flag in ("is_ipu", "is_maia", "is_meta", "is_mkldnn", "is_mps", "is_mtia", "is_nested",
+              "is_quantized", "is_sparse", "is_sparse_csr", "is_vulkan", "is_xla", "is_xpu"):
+    setattr(Tensor, _flag, property(lambda self: False, doc=f"False: ember has no {_flag[3:]}."))
+del _flag
 
 _NON_LEAF_RG = "you can only change requires_grad flags of leaf variables."
 _NON_LEAF_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "

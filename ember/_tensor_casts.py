@@ -1,7 +1,9 @@
-"""Tensor methods that change dtype or device (``to``, ``type``, ``float()``, ``cpu()``, ...)
-and the legacy tensor types (``ember.FloatTensor``, ...)."""
+"""Tensor methods that change dtype or device (``to``, ``type``, ``float()``, ``cpu()``, ...),
+sharing (``share_memory_``, DLPack export) and the legacy tensor types (``ember.FloatTensor``)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ember import _dtype
 from ember._backend import CPU, check_device
@@ -90,13 +92,40 @@ class TensorCasts:
         return self
 
     def share_memory_(self) -> TensorCasts:
-        return self
+        """Move the values into shared memory (in place), for other processes to use."""
+        from ember.multiprocessing._shared import share_memory_
+
+        return share_memory_(self)
 
     def is_shared(self) -> bool:
-        return False
+        from ember.multiprocessing._shared import is_shared
+
+        return is_shared(self)
 
     def is_pinned(self) -> bool:
         return False
+
+    def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this tensor's memory (``torch.from_dlpack(t)`` shares it)."""
+        from ember.compiler.traced import refuse
+
+        refuse("exporting a tensor through DLPack")
+        if self._rg:
+            raise BufferError("Can't export tensors that require gradient, use "
+                              "tensor.detach()")
+        kwargs = {} if max_version is None else {"max_version": max_version}
+        if copy is not None:
+            kwargs["copy"] = copy
+        if isinstance(self._data, np.ndarray):
+            return self._data.__dlpack__(**kwargs)
+        return self._data.__dlpack__(stream=None if stream == -1 else stream, **kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        from ember.utils.dlpack import DLDeviceType
+
+        if isinstance(self._data, np.ndarray):
+            return (DLDeviceType.kDLCPU, 0)
+        return (DLDeviceType.kDLCUDA, self._data.device.id)
 
 
 def _to_args(args: tuple, kwargs: dict):

@@ -217,6 +217,10 @@ def _is_parameter(cls) -> bool:
                for c in cls.__mro__)
 
 
+def tangent_repr(t) -> str:
+    return tensor_repr(t)
+
+
 def tensor_repr(t, tensor_contents: str | None = None) -> str:
     """``repr(tensor)``: ``tensor([1., 2.], requires_grad=True)``.
 
@@ -252,6 +256,9 @@ def tensor_repr(t, tensor_contents: str | None = None) -> str:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
+    tangent = getattr(t._aux, "tangent", None) if t._aux is not None else None
+    if tangent is not None:
+        suffixes.append(f"tangent={tangent_repr(tangent)}")
     text = _add_suffixes(prefix + body, suffixes, indent)
     if _is_parameter(cls) and not plain:
         text = f"Parameter({text})"

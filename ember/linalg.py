@@ -73,8 +73,11 @@ def inv(A: Tensor) -> Tensor:
 def _adjugate_t(a: np.ndarray) -> np.ndarray:
     """Transposed adjugate through the SVD: the gradient of det, valid for singular inputs."""
     u, s, vh = np.linalg.svd(a)
-    n = s.shape[-1]
-    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], -1)
+    # others[..., i]: the product of every singular value but the i-th (prefix times suffix)
+    ones = np.ones_like(s[..., :1])
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
+    others = before * after
     sign = np.linalg.det(u) * np.linalg.det(vh)
     adj = (np.swapaxes(vh, -1, -2) * others[..., None, :]) @ np.swapaxes(u, -1, -2)
     return np.swapaxes(adj * sign[..., None, None], -1, -2).astype(a.dtype)
@@ -110,6 +113,7 @@ def det(A: Tensor) -> Tensor:
 class LinalgSlogdet(Op):
     node_name = "LinalgSlogdetBackward0"
     saves = (0,)
+    saves_output = (0,)  # the sign, as torch
 
     @staticmethod
     def forward(ctx, a):
@@ -118,7 +122,7 @@ class LinalgSlogdet(Op):
 
     @staticmethod
     def backward(ctx, g_sign, g_logabs):
-        (a,) = ctx.saved_tensors
+        a = ctx.saved_tensors[0]
         if g_logabs is None:  # the sign is piecewise constant
             return a * 0.0
         return g_logabs.unsqueeze(-1).unsqueeze(-1) * inv(a).mT
@@ -262,14 +266,38 @@ def _rank_tol(s: np.ndarray, shape: tuple, atol, rtol):
     return np.maximum(atol or 0.0, rtol * smax)
 
 
+class LinalgPinv(Op):
+    """The pseudo-inverse through the SVD; torch's node and backward (pinv_backward)."""
+
+    node_name = "LinalgPinvBackward0"
+    saves = (0,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, atol=None, rtol=None):
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        keep = s > _rank_tol(s, a.shape[-2:], atol, rtol)
+        s_inv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype, copy=False)
+        return (np.swapaxes(vh, -1, -2) * s_inv[..., None, :]) @ np.swapaxes(u, -1, -2)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, p = ctx.saved_tensors
+        ph, gh = p.mT, g.mT
+        if a.shape[-2] <= a.shape[-1]:
+            k = matmul(gh, p)
+            kph = matmul(k, ph)
+            return -matmul(p, k).mT + kph - matmul(matmul(a, p), kph) + \
+                matmul(matmul(ph, p), gh - matmul(k, a))
+        k = matmul(p, gh)
+        phk = matmul(ph, k)
+        return -matmul(k, p).mT + matmul(matmul(gh - matmul(a, k), p), ph) + phk - \
+            matmul(matmul(phk, p), a)
+
+
 def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     """Moore-Penrose pseudo-inverse through the SVD; singular values below tol count as zero."""
-    from ember.ops.pointwise import where
-
-    u, s, vh = svd(A, full_matrices=False)
-    keep = Tensor._make(s._data > _rank_tol(s._data, A.shape[-2:], atol, rtol))
-    s_inv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
-    return matmul(vh.mT * s_inv.unsqueeze(-2), u.mT)
+    return LinalgPinv.apply(A, atol=atol, rtol=rtol)
 
 
 def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
@@ -302,9 +330,9 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
         s = svdvals(A.movedim((d0, d1), (-2, -1)))
         out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
     elif ord in (1, -1, math.inf, -math.inf):
-        # 1: largest column sum of |A|; inf: largest row sum.
+        # 1: largest column sum of |A|; inf: largest row sum (torch's vector_norm, then amax).
         inner, outer = (d0, d1) if abs(ord) == 1 else (d1, d0)
-        sums = A.abs().sum(inner, keepdim=keepdim)
+        sums = vector_norm(A, 1, inner, keepdim)
         outer -= outer > inner and not keepdim
         return sums.amax(outer, keepdim) if ord > 0 else sums.amin(outer, keepdim)
     else:
@@ -344,4 +372,7 @@ def multi_dot(tensors) -> Tensor:
 
 
 from ember._linalg_decomp import cholesky, eigh, eigvalsh, qr, svd, svdvals  # noqa: E402
+from ember.ops._out import LINALG_RULES, add_out  # noqa: E402
 from ember.ops.linalg_extra import linalg_cross as cross  # noqa: E402
+
+add_out(globals(), LINALG_RULES, "linalg_")  # out= as in torch.linalg

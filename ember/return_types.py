@@ -53,6 +53,12 @@ linalg_qr = _make("linalg_qr", ("Q", "R"))
 svd = _make("svd", ("U", "S", "V"))
 qr = _make("qr", ("Q", "R"))
 
+# What a call with out= returns (torch.return_types.max_out, ...): the same fields.
+for _name in ("max", "min", "sort", "topk", "median", "nanmedian", "mode", "kthvalue", "cummax",
+              "cummin", "aminmax", "slogdet", "svd", "qr", "linalg_slogdet", "linalg_eigh",
+              "linalg_svd", "linalg_qr"):
+    globals()[_name + "_out"] = _make(_name + "_out", globals()[_name]._fields)
+
 __all__ = ["max", "min", "sort", "topk", "median", "nanmedian", "mode", "kthvalue", "cummax",
            "cummin", "aminmax", "slogdet", "linalg_slogdet", "linalg_eigh", "linalg_svd",
            "linalg_qr", "svd", "qr"]

@@ -6,7 +6,9 @@ rebuild functions (``torch._utils._rebuild_tensor_v2``, ``torch.FloatStorage``, 
 torch loads ember checkpoints with ``torch.load(f, weights_only=True)``, and ember loads torch's
 (mapping those names onto its own functions; torch itself is never imported).
 
-Loading is safe by default: only an allow-list of globals is accepted (``weights_only=True``).
+Loading is safe by default (``weights_only=True``): only an allow-list of globals is accepted,
+and a file may set state only on objects it built (``_weights_only_unpickler``). Saving to a
+path is atomic for regular files and writes through FIFOs and devices (``_save_file``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import os
 import pickle
 import secrets
 import sys
-import tempfile
 import zipfile
 from collections import OrderedDict
 from typing import IO, Any
@@ -25,6 +26,7 @@ import numpy as np
 
 from ember import _dtype
 from ember._backend import device, to_numpy
+from ember._save_file import write_to_path
 from ember._serialization_load import (
     add_safe_globals,
     clear_safe_globals,
@@ -243,8 +245,9 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
          _disable_byteorder_record: bool = False) -> None:
     """Save ``obj`` (tensors, state dicts, nested containers, whole modules) to ``f``.
 
-    ``f`` is a path (written atomically: a temporary file in the same directory is renamed
-    over the target only once complete) or a binary file-like object.
+    ``f`` is a binary file-like object or a path. A regular file is written atomically (a
+    temporary file beside it is renamed over it once complete; a symlink's target is what gets
+    replaced, with its mode kept); a FIFO or device is written through (see ``_save_file``).
 
     >>> ember.save(model.state_dict(), "model.pt")
     """
@@ -256,19 +259,7 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     if isinstance(f, str | os.PathLike):
         path = os.fspath(f)
         name = os.path.splitext(os.path.basename(path))[0] or "archive"
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
-                                   suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                _write_checkpoint(fh, name, data_pkl, storages)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_to_path(path, lambda fh: _write_checkpoint(fh, name, data_pkl, storages))
         return
     if not hasattr(f, "write"):
         raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a "

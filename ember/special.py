@@ -3,6 +3,7 @@ normal-distribution and entropy functions of ``ember.ops.pointwise_ndtr``."""
 
 from __future__ import annotations
 
+from ember.ops._out import SPECIAL_RULES, add_out
 from ember.ops.pointwise import sigmoid as expit
 from ember.ops.pointwise_binary import xlogy
 from ember.ops.pointwise_math import exp2, expm1, log1p, logit, sinc
@@ -27,6 +28,8 @@ def softmax(input, dim, *, dtype=None):
 def log_softmax(input, dim, *, dtype=None):
     return input.log_softmax(dim, dtype=dtype)
 
+
+add_out(globals(), SPECIAL_RULES, "special_")  # out= as in torch.special
 
 __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln",

@@ -1,8 +1,16 @@
 """Every kind of hook and the order they fire, then per-layer gradient norms collected with
-module hooks on a model with and without BatchNorm. Run: python examples/hooks_tour.py"""
+module hooks on a model with and without BatchNorm. Run: python examples/hooks_tour.py
+(``--explore hooks.html`` also writes the first graph's backward as a page to step through)."""
+
+import argparse
 
 import ember as torch
 from ember import nn
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--explore", metavar="PAGE", help="write the first backward, hook by hook, "
+                    "as an interactive page (ember.viz.explore)")
+args, _ = parser.parse_known_args()  # known only: under pytest's runpy, argv is pytest's
 
 events = []
 x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -14,7 +22,10 @@ y.register_hook(lambda g: events.append("tensor hook on y"))
 y.retain_grad()
 y.grad_fn.register_prehook(lambda go: events.append("pre-hook of MulBackward0"))
 y.grad_fn.register_hook(lambda gi, go: events.append("post-hook of MulBackward0"))
-z.backward()
+if args.explore:
+    torch.viz.explore(z, args.explore, params={"x": x})  # runs z.backward() and records it
+else:
+    z.backward()
 print("hook order:")
 for i, ev in enumerate(events, 1):
     print(f"  {i}. {ev}")

@@ -7,6 +7,8 @@ and compares the inputs' gradients. ``check_error`` compares exception types.
 ``same(fn)`` compares what ``fn(ember)`` and ``fn(torch)`` print, or the exceptions they raise.
 ``fd_check`` / ``gradgrad_check`` compare ember's gradients with float64 central differences.
 ``grad_fn_names`` gives the node names of an output and of its gradient, for comparing.
+Every ``check`` also compares what backward saves, for each choice of inputs requiring grad
+(``saved_oracle.check_saved``).
 """
 
 from __future__ import annotations
@@ -129,6 +131,9 @@ def check(fn, *inputs, grad: bool = True, atol=1e-5, rtol=1e-4, check_dtype: boo
                 continue
             assert eg is not None, f"grad of input {i} is None in ember"
             assert_same(eg, tg, atol * 10, rtol * 10, check_dtype, what=f"grad of input {i}")
+    from saved_oracle import check_saved
+
+    check_saved(fn, inputs, need, atol, rtol, check_dtype, seed)
     return eo, to
 
 

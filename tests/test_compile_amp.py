@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from oracle import assert_same, outcome, same
 
 import ember
-from tests.oracle import assert_same, outcome, same
 
 
 def _model(lib):

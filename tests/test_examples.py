@@ -68,6 +68,34 @@ def test_freezing():
     assert "backbone grad: None" in out and "backbone unchanged: True" in out
 
 
+def test_compile_tour():
+    out = run_example("compile_tour.py")
+    assert "call 1:" in out and "grad_fn NllLossBackward0" in out
+    assert out.count("grad_fn CompiledFunctionBackward") == 2
+    assert "def forward(" in out and "def backward(" in out and "np.matmul" in out
+    assert "graph breaks: 1" in out and "(needs_python)" in out
+    eager = float(re.search(r"eager step +([\d.]+) us", out).group(1))
+    compiled = float(re.search(r"compiled step +([\d.]+) us", out).group(1))
+    assert eager > 0 and compiled > 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist")
+                    and not os.environ.get("EMBER_DATASETS"), reason="no Fashion-MNIST here")
+def test_quickstart_compiled_matches_eager(tmp_path):
+    """--compile replays the same computation: the same loss lines and accuracy."""
+    from ember.examples import quickstart
+
+    outs = []
+    for extra in ([], ["--compile"]):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            acc = quickstart.main(["--epochs", "1", "--limit", "1000", "--data-root",
+                                   str(tmp_path / "data"), "--save", str(tmp_path / "m.pth"),
+                                   "--seed", "0", "--lr", "0.05", *extra])
+        outs.append((re.findall(r"^loss: .*$", buf.getvalue(), re.M), acc))
+    assert outs[0] == outs[1] and outs[0][0]
+
+
 @pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist")
                     and not os.environ.get("EMBER_DATASETS"), reason="no Fashion-MNIST here")
 def test_quickstart_smoke(tmp_path):

@@ -13,14 +13,6 @@ from fuzz.compare import mismatch
 import ember
 
 N_PROGRAMS = 300
-# Programs of this batch that still disagree, and why. Each must disagree exactly so (the test
-# fails once it no longer does, so that the entry is removed).
-# ember saves tensors for backward that torch does not save (a product with a constant, the
-# numerator of a division whose denominator needs no gradient): issue 11, item 5. A later
-# in-place write to such a tensor makes ember's backward raise where torch's runs.
-SAVES_MORE = "modified by an inplace operation"
-KNOWN = {"float32": {44: SAVES_MORE, 87: SAVES_MORE},
-         "float64": {134: SAVES_MORE, 292: SAVES_MORE}}
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -28,12 +20,7 @@ def test_fixed_batch_agrees_with_torch(dtype):
     failures = []
     for i in range(N_PROGRAMS):
         rep = compare(generate(0, i, dtype))
-        known = KNOWN[dtype].get(i)
-        if known is not None:
-            d = rep.disagreements
-            assert d and d[0].kind == "exception" and known in d[0].detail, \
-                f"program {i} no longer disagrees as listed in KNOWN: {d}"
-        elif rep.disagreements:
+        if rep.disagreements:
             failures.append(f"program {i}: {rep.disagreements[0]}")
     assert not failures, "\n".join(failures) + "\n(python -m tests.fuzz --program N to see one)"
 

@@ -40,6 +40,23 @@ def test_view_of_a_base_that_starts_to_require_grad():
     check(fn, arr(3))
 
 
+def test_views_taken_before_the_base_gains_history_through_another_view():
+    # v = b[0] while b needs no grad; b[1] = w * 2 gives b history (CopySlices): torch
+    # regenerates v's grad_fn (AsStridedBackward0), and so do views of views
+    def fn(m, w):
+        b, c = m.zeros(2, 3), m.zeros(3)
+        v, u, y = b[0], b[1], c[1:]
+        u2 = y[0:1]
+        b[1] = w * 2
+        y.add_(w[:2])
+        names = [type(t.grad_fn).__name__ for t in (v, u, b, u2, y, c)]
+        assert names == ["AsStridedBackward0", "AsStridedBackward0", "CopySlices",
+                         "AsStridedBackward0", "AsStridedBackward0", "CopySlices"], names
+        b.mul_(w)
+        return v * 1, u * 3, u2 * 1
+    check(fn, arr(3))
+
+
 def test_inplace_on_views_of_non_contiguous_bases():
     # the base is a result laid out like its transposed input (no longer refused by ember)
     def fn(m, a, w):

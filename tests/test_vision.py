@@ -43,6 +43,28 @@ def test_idx_round_trip_and_validation(tmp_path):
         read_idx(tmp_path / "badgz")
 
 
+def test_garbled_gzip_idx_raises_an_error_naming_the_file(tmp_path):
+    """Every byte of a gzipped IDX file flipped in turn (garbled deflate data, CRC, header):
+    the same array, or a RuntimeError (IDXError) naming the file; never a bare zlib.error."""
+    a = np.arange(60, dtype=np.uint8).reshape(3, 4, 5)
+    gz = gzip.compress(b"\x00\x00\x08\x03" + b"".join(d.to_bytes(4, "big") for d in a.shape)
+                       + a.tobytes(), mtime=0)
+    p = tmp_path / "garbled-idx3-ubyte.gz"
+    errors = 0
+    for i in range(len(gz)):
+        bad = bytearray(gz)
+        bad[i] ^= 0x55
+        p.write_bytes(bytes(bad))
+        try:
+            out = read_idx(p)
+        except RuntimeError as e:
+            assert type(e) is IDXError and str(p) in str(e), repr(e)
+            errors += 1
+            continue
+        np.testing.assert_array_equal(out, a)
+    assert errors > len(gz) // 2
+
+
 def test_dataset_layout_and_getitem(tmp_path):
     _make_raw(tmp_path)
     ds = datasets.FashionMNIST(tmp_path, train=True, transform=transforms.ToTensor(),

@@ -12,6 +12,7 @@ float32), and entering an enabled autocast warns once so that this is never sile
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -31,14 +32,22 @@ _DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ide
                  "privateuseone")
 _AVAILABLE = ("cpu", "cuda", "xpu", "mps", "hpu", "xla", "mtia", "maia", "ipu")
 _LOW = _dtype.bfloat16 if _dtype.bfloat16 is not None else _dtype.float16
-_state: dict[str, Any] = {
-    "enabled": dict.fromkeys(_AVAILABLE, False),
-    "dtype": {**dict.fromkeys(_AVAILABLE, _LOW), "cuda": _dtype.float16,
-              "mps": _dtype.float16},
-    "cache": True,
-    "nesting": 0,
-    "warned": False,
-}
+
+
+class _State(threading.local):
+    """Autocast state, per thread as in torch: a region entered in one thread leaves the
+    others alone."""
+
+    def __init__(self) -> None:
+        self.enabled = dict.fromkeys(_AVAILABLE, False)
+        self.dtype = {**dict.fromkeys(_AVAILABLE, _LOW), "cuda": _dtype.float16,
+                      "mps": _dtype.float16}
+        self.cache = True
+        self.nesting = 0
+
+
+_state = _State()
+_warned = [False]  # the "autocast does not cast" warning, once per process
 
 
 def _device_type(device_type: str) -> str:
@@ -59,29 +68,29 @@ def is_autocast_available(device_type: str) -> bool:
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """Whether autocast is on for ``device_type`` (CUDA when omitted, as in torch)."""
-    return _state["enabled"][_device_type("cuda" if device_type is None else device_type)]
+    return _state.enabled[_device_type("cuda" if device_type is None else device_type)]
 
 
 def set_autocast_enabled(device_type: str, enabled: bool | None = None) -> None:
     if enabled is None:  # the old one-argument form set CUDA's flag
         device_type, enabled = "cuda", bool(device_type)
-    _state["enabled"][_device_type(device_type)] = bool(enabled)
+    _state.enabled[_device_type(device_type)] = bool(enabled)
 
 
 def get_autocast_dtype(device_type: str) -> _dtype.dtype:
-    return _state["dtype"][_device_type(device_type)]
+    return _state.dtype[_device_type(device_type)]
 
 
 def set_autocast_dtype(device_type: str, dtype: _dtype.dtype) -> None:
-    _state["dtype"][_device_type(device_type)] = dtype
+    _state.dtype[_device_type(device_type)] = dtype
 
 
 def is_autocast_cache_enabled() -> bool:
-    return _state["cache"]
+    return _state.cache
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
-    _state["cache"] = bool(enabled)
+    _state.cache = bool(enabled)
 
 
 def clear_autocast_cache() -> None:
@@ -138,8 +147,8 @@ class autocast:  # noqa: N801 - torch's name
         self._enabled = enabled
 
     def __enter__(self) -> autocast:
-        if self._enabled and not _state["warned"]:
-            _state["warned"] = True
+        if self._enabled and not _warned[0]:
+            _warned[0] = True
             warnings.warn("ember.autocast records the autocast state but does not cast: "
                           "operations run in their inputs' dtype.", UserWarning, stacklevel=2)
         self.prev_cache_enabled = is_autocast_cache_enabled()
@@ -147,12 +156,12 @@ class autocast:  # noqa: N801 - torch's name
         self.prev_fastdtype = get_autocast_dtype(self.device)
         set_autocast_enabled(self.device, self._enabled)
         set_autocast_dtype(self.device, self.fast_dtype)
-        _state["nesting"] += 1
+        _state.nesting += 1
         set_autocast_cache_enabled(self._cache_enabled)
         return self
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
-        _state["nesting"] -= 1
+        _state.nesting -= 1
         set_autocast_enabled(self.device, self.prev)
         set_autocast_dtype(self.device, self.prev_fastdtype)
         set_autocast_cache_enabled(self.prev_cache_enabled)

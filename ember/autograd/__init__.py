@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ember.autograd import functional, graph
+from ember.autograd import functional, graph, profiler
 from ember.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
-from ember.autograd.engine import run_backward
+from ember.autograd.engine import queue_callback, run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable
 from ember.autograd.grad_mode import (
     enable_grad,
@@ -99,8 +99,19 @@ def _batched_grad(outputs, ins, grads, retain_graph, create_graph, allow_unused,
     return tuple(None if col[0] is None else stack(col) for col in zip(*rows))
 
 
+class _ExecutionEngine:
+    """``Variable._execution_engine``: the hook point torch exposes to run code at the end of
+    a backward pass."""
+
+    @staticmethod
+    def queue_callback(callback) -> None:
+        queue_callback(callback)
+
+
 class Variable:
     """Legacy alias: ``Variable(t)`` returns ``t`` (requires_grad= honoured), as in torch."""
+
+    _execution_engine = _ExecutionEngine()
 
     def __new__(cls, data, requires_grad: bool = False, volatile: bool = False):
         if requires_grad:
@@ -111,6 +122,6 @@ class Variable:
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "detect_anomaly",
     "enable_grad", "functional", "grad", "graph", "gradcheck", "gradgradcheck", "inference_mode",
-    "is_grad_enabled", "no_grad",
+    "is_grad_enabled", "no_grad", "profiler",
     "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "trace",
 ]

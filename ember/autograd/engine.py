@@ -13,12 +13,15 @@ import itertools
 import threading
 from collections.abc import Sequence
 
+import numpy as np
+
 from ember.autograd import graph
 from ember.autograd.anomaly_mode import warn_forward_trace
+from ember.autograd.function import PROFILER
 from ember.autograd.grad_mode import STATE
 from ember.autograd.graph import grad_accumulator
 
-_TRACE = graph.TRACE  # the same list object: one lookup per node on the hot path
+_LOCAL = graph.LOCAL
 
 
 def _root_edge(t):
@@ -117,9 +120,17 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
     results = [None] * (len(inputs) if inputs is not None else 0)
     prev = STATE.enabled
     STATE.enabled = create_graph
+    callbacks: list = []
     _TASKS.stack.append((next(_task_ids), nodes, runs,
-                         {n for n, _ in capture} if capture else ()))
+                         {n for n, _ in capture} if capture else (), callbacks))
+    # Gradient formulas meet inf * 0 and the like (relu of an lp_pool's zero window): torch
+    # gives inf / NaN silently, so NumPy must not warn.
+    quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")
+    quiet.__enter__()  # (a with block would re-indent the loop; this costs ~1 us per backward)
+    tr = _LOCAL.trace
     try:
+        if tr is not None:
+            tr.queue(None, (), ready, buffers)
         while ready:
             node = heapq.heappop(ready)[2]
             buf = buffers.pop(node, None)
@@ -129,7 +140,9 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     _capture(node, buf, capture, results, node in runs)
                 if runs is None or node in runs:
                     try:
-                        outs = _run_node(node, buf)
+                        prof = PROFILER[0]
+                        outs = _run_node(node, buf) if prof is None else \
+                            prof.node(node, _run_node, buf)
                     except Exception:
                         if graph.ANOMALY[0]:
                             warn_forward_trace(node)
@@ -138,6 +151,7 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                         node._release()
             del buf
             _distribute(node, outs, buffers)
+            sent = outs if tr is not None else ()  # a trace sees them after the queue moves
             del outs
             for nxt, _ in node.next_functions:
                 if nxt is not None:
@@ -145,7 +159,12 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
                     deps[nxt] = d
                     if d == 0:
                         heapq.heappush(ready, (-nxt._seq, tick(), nxt))
+            if tr is not None:
+                tr.queue(node, sent, ready, buffers)
+        while callbacks:  # a callback may queue another, as in torch
+            callbacks.pop(0)()
     finally:
+        quiet.__exit__(None, None, None)
         STATE.enabled = prev
         _TASKS.stack.pop()
     return results
@@ -153,7 +172,8 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
 
 class _Tasks(threading.local):
     def __init__(self) -> None:
-        self.stack: list = []  # (id, reachable nodes, nodes that run or None, captured nodes)
+        # (id, reachable nodes, nodes that run or None, captured nodes, final callbacks)
+        self.stack: list = []
 
 
 _TASKS = _Tasks()
@@ -170,10 +190,18 @@ def will_engine_execute_node(node) -> bool:
     if not _TASKS.stack:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward "
                            "pass")
-    _, nodes, runs, captured = _TASKS.stack[-1]
+    _, nodes, runs, captured, _ = _TASKS.stack[-1]
     if runs is None:
         return node in nodes
     return node in runs or node in captured
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once the running backward pass has finished all its nodes (torch's
+    ``Variable._execution_engine.queue_callback``; DDP waits for its all-reduces there)."""
+    if not _TASKS.stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _TASKS.stack[-1][4].append(callback)
 
 
 def _captures(inputs, accumulate: bool) -> dict:
@@ -195,8 +223,8 @@ def _capture(node, buf, capture, results, will_run: bool) -> None:
             if not will_run:
                 g = _apply_tensor_hooks(node, nr, g)
                 buf[nr] = g
-            if graph.TRACE[0] is not None:
-                graph.TRACE[0].capture(node, nr, g)
+            if _LOCAL.trace is not None:
+                _LOCAL.trace.capture(node, nr, g)
             for i in idx:
                 results[i] = g
 
@@ -238,8 +266,8 @@ def _apply_tensor_hooks(node, nr: int, g):
         if hooks:
             for fn in tuple(hooks.values()):
                 r = fn(g)
-                if graph.TRACE[0] is not None:
-                    graph.TRACE[0].hook("tensor_hook", node, fn, g, r, nr)
+                if _LOCAL.trace is not None:
+                    _LOCAL.trace.hook("tensor_hook", node, fn, g, r, nr)
                 if r is not None:
                     g = _checked(fn, g, r)
     return g
@@ -269,7 +297,7 @@ def _checked_all(fn, old, new) -> list:
 
 def _run_node(node, grads: list) -> tuple:
     """One node, in torch's order: tensor hooks, retain_grad, pre-hooks, backward, post-hooks."""
-    tr = _TRACE[0]
+    tr = _LOCAL.trace
     if node._tensor_hooks:
         # Grouped by output, in order of each output's first hook; torch calls them even
         # for an output that received no gradient (with None).

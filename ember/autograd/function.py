@@ -12,16 +12,22 @@ from __future__ import annotations
 import functools
 
 from ember._backend import _Cuda, gpu_gaps, one_device
-from ember.autograd import graph
+from ember.autograd import forward_ad, graph
 from ember.autograd.anomaly_mode import forward_stack
 from ember.autograd.grad_mode import STATE, no_grad
-from ember.autograd.graph import FREED, OUT, SAVED_HOOKS, Node, grad_accumulator
+from ember.autograd.graph import FREED, LOCAL, OUT, Node, grad_accumulator
+
+UNSAVED = (None, 0)  # a saved-tensor slot left empty: no gradient formula that reads it runs
+PROFILER: list = [None]  # the autograd.profiler recording in progress (Op.apply reports to it)
 
 
 class _Scratch:
     """ctx stand-in for ops run without grad: accepts attributes, saves nothing."""
 
     needs_input_grad = ()
+
+    def save_extra(self, *arrays, for_=None) -> None:
+        pass
 
 
 class FunctionCtx:
@@ -136,10 +142,19 @@ class Function(metaclass=FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         from ember._tensor import Tensor
 
+        if forward_ad.LEVEL[0] is not None and forward_ad.active(args) \
+                and cls.jvp is Function.jvp:
+            raise NotImplementedError("You must implement the jvp function for custom "
+                                      "autograd.Function to use it with forward mode AD.")
         node = cls._backward_cls.__new__(cls._backward_cls)
         is_tensor = tuple(isinstance(a, Tensor) for a in args)
         tensors = [a for a in args if isinstance(a, Tensor)]
@@ -163,7 +178,7 @@ class Function(metaclass=FunctionMeta):
             node._out_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else ((), None)
                               for o in outs]
             node._saved = _save(node.to_save, outs)
-            if SAVED_HOOKS and node._saved:
+            if LOCAL.saved_hooks and node._saved:
                 node._saved = graph.pack_saved(node, node._saved)
             node._shapes = tuple(t.shape for t in tensors)  # user grads are checked/summed
             node._in_dtypes = {i: a.dtype for i, a in enumerate(args) if isinstance(a, Tensor)}
@@ -172,7 +187,21 @@ class Function(metaclass=FunctionMeta):
         else:
             node._saved = _save(node.to_save, outs)
         del node.to_save
+        if forward_ad.LEVEL[0] is not None and forward_ad.active(args):
+            _custom_jvp(cls, node, args, outs)
         return outs[0] if single else outs
+
+
+def _custom_jvp(cls, ctx, args, outs) -> None:
+    """A custom Function's tangents: its ``jvp(ctx, *input tangents)``, as torch calls it."""
+    from ember._tensor import Tensor
+
+    tangents = [forward_ad.tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    res = cls.jvp(ctx, *tangents)
+    res = res if isinstance(res, tuple) else (res,)
+    for o, t in zip(outs, res):
+        if isinstance(o, Tensor) and t is not None:
+            forward_ad.set_tangent(o, t)
 
 
 def _edges(tensors) -> tuple:
@@ -270,12 +299,22 @@ class _DelayedError(Function):
 class OpNode(Node):
     """Node of a built-in op: ``backward(ctx, *grads)`` returns one gradient per input."""
 
-    __slots__ = ()
+    __slots__ = ("_extra",)
     _forward_cls = None
 
     @property
     def saved_tensors(self) -> tuple:
         return self._unpack_saved()
+
+    def save_extra(self, *arrays, for_: tuple | None = None) -> None:
+        """Save arrays that forward computed or took as arguments (indices, masks, statistics)
+        for backward. They come after the saved inputs and outputs in ``saved_tensors``, as
+        tensors, and pass through saved-tensor hooks as torch's saved tensors do. ``for_``:
+        the inputs whose gradients read them (as in ``Op.save_for``); when none of them needs
+        a gradient they are not saved and read as None."""
+        if not _wanted(self.needs_input_grad, for_):
+            arrays = (None,) * len(arrays)
+        self._extra = arrays if self._extra is None else self._extra + arrays
 
     def _call(self, grads: list) -> tuple:
         out = self._forward_cls.backward(self, *grads)
@@ -287,8 +326,8 @@ class OpNode(Node):
         if name.startswith("_saved_"):
             key, cls = name[7:], self._forward_cls
             idx = {"self": 0, "other": 1}.get(key)
-            if key == "result" and cls.saves_output:
-                return self._unpack_saved()[-1]
+            if key == "result" and cls.saves_output is True:
+                return self._unpack_saved()[len(cls.saves)]
             if idx is not None and idx in cls.saves:
                 return self._unpack_saved()[cls.saves.index(idx)]
             if key in self.__dict__:
@@ -300,13 +339,23 @@ class Op(Function):
     """A built-in differentiable primitive.
 
     Class attributes declare what backward needs, so forward can stay a pure array function:
-    ``saves`` (indices of inputs to save), ``saves_output``, ``broadcasts`` (the engine sums
-    gradients back to each input's shape), ``view`` (the output is a view of input 0).
+    ``saves`` (indices of inputs to save), ``saves_output`` (True, or for an op returning a
+    tuple, the indices of the outputs to save, repeats allowed), ``save_for``, ``broadcasts``
+    (the engine sums gradients back to each input's shape), ``view`` (the output is a view of
+    input 0). ``save_for`` is torch's rule for what it saves: for each saved entry (the inputs
+    in ``saves`` order, then the outputs), the inputs whose gradients need it, or None for
+    always. An entry is saved only when one of those inputs needs a gradient, so ``x * w``
+    with only ``w`` requiring grad keeps ``x`` alive but not ``w``; unsaved entries read as
+    None in ``saved_tensors`` (a backward keeps shapes it needs on ``ctx``). torch guards an
+    input that a single gradient formula reads, and saves the rest (inputs read by several
+    formulas, outputs, ``save_extra``'s arrays) whenever the op is recorded
+    (``ember.ops._common.save_plan``). Without ``save_for``, every entry is always saved.
     """
 
     _node_base = OpNode
     saves: tuple = ()
     saves_output = False
+    save_for: tuple | None = None
     broadcasts = False
     view = False
 
@@ -314,6 +363,10 @@ class Op(Function):
     def apply(cls, *inputs, **kw):
         from ember._tensor import Tensor
 
+        if PROFILER[0] is not None:
+            return PROFILER[0].op(cls, inputs, kw)
+        if forward_ad.LEVEL[0] is not None and forward_ad.active(inputs):
+            return _dual_apply(cls, inputs, kw)
         if STATE.enabled:
             for t in inputs:
                 if t._rg:
@@ -338,7 +391,8 @@ class Op(Function):
 
         node = cls._backward_cls.__new__(cls._backward_cls)
         node._init_node(_edges(inputs))
-        node.needs_input_grad = tuple(t._rg for t in inputs)
+        node._extra = None
+        need = node.needs_input_grad = tuple(t._rg for t in inputs)
         arrays = [t._data for t in inputs]
         if _Cuda.active:
             arrays = one_device(arrays)
@@ -347,7 +401,12 @@ class Op(Function):
         else:
             out = cls.forward(node, *arrays, **kw)
         if cls.saves:
-            node._saved = tuple((inputs[i], inputs[i]._vc[0]) for i in cls.saves)
+            plan = cls.save_for
+            if plan is None:
+                node._saved = tuple((inputs[i], inputs[i]._vc[0]) for i in cls.saves)
+            else:
+                node._saved = tuple((inputs[i], inputs[i]._vc[0]) if _wanted(need, deps)
+                                    else UNSAVED for i, deps in zip(cls.saves, plan))
         if cls.broadcasts:
             shapes = tuple(a.shape for a in arrays)
             if shapes.count(shapes[0]) != len(shapes):
@@ -356,19 +415,71 @@ class Op(Function):
             node._anomaly = forward_stack()
         if type(out) is tuple:
             node._out_meta = [(o.shape, o.dtype) for o in out]
-            if SAVED_HOOKS and node._saved:
+            res = tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
+                        for i, o in enumerate(out))
+            if cls.saves_output:
+                _save_outputs(node, res, cls.saves_output, cls.save_for, need)
+            if node._extra is not None:
+                _save_extra(node)
+            if LOCAL.saved_hooks and node._saved:
                 node._saved = graph.pack_saved(node, node._saved)
-            return tuple(Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
-                         for i, o in enumerate(out))
+            return res
         res = Tensor._make(out, node, 0)
         if cls.view:
             res._set_view_of(inputs[0])
         if cls.saves_output:
-            entry = (OUT, (res._data, res._vc, res._vc[0], 0))
+            plan = cls.save_for
+            entry = (OUT, (res._data, res._vc, res._vc[0], 0)) \
+                if plan is None or _wanted(need, plan[-1]) else UNSAVED
             node._saved = (*node._saved, entry) if node._saved else (entry,)
-        if SAVED_HOOKS and node._saved:
+        if node._extra is not None:
+            _save_extra(node)
+        if LOCAL.saved_hooks and node._saved:
             node._saved = graph.pack_saved(node, node._saved)
         return res
 
 
-__all__ = ["Function", "FunctionCtx", "Op", "once_differentiable", "FREED"]
+def _dual_apply(cls, inputs: tuple, kw: dict):
+    """An op on dual tensors: the op as usual, then its outputs' tangents."""
+    forward_ad._BUSY[0] = True
+    try:
+        out = cls.apply(*inputs, **kw)
+    finally:
+        forward_ad._BUSY[0] = False
+    forward_ad.propagate(cls, inputs, kw, out)
+    return out
+
+
+def _wanted(need: tuple, deps: tuple | None) -> bool:
+    """Whether any of the inputs ``deps`` needs a gradient (one saved entry's rule; None:
+    always)."""
+    if deps is None:
+        return True
+    for d in deps:
+        if need[d]:
+            return True
+    return False
+
+
+def _save_outputs(node: OpNode, res: tuple, which: tuple, plan, need: tuple) -> None:
+    """Save the outputs ``which`` of a multi-output op, each by its ``plan`` entry (after the
+    inputs'; torch saves its ops' outputs whenever they are recorded, but a fused op's outputs
+    may be intermediates that torch's composite saves under a guard); an integer output
+    (indices) comes back without a grad_fn."""
+    k = len(node._forward_cls.saves)
+    entries = tuple((OUT, (res[i]._data, res[i]._vc, 0, i if res[i]._rg else -1))
+                    if plan is None or _wanted(need, plan[k + j]) else UNSAVED
+                    for j, i in enumerate(which))
+    node._saved = (*node._saved, *entries) if node._saved else entries
+
+
+def _save_extra(node: OpNode) -> None:
+    """Append the arrays forward passed to ``ctx.save_extra`` to the node's saved entries."""
+    from ember._tensor import Tensor
+
+    extra = tuple((Tensor._make(a), 0) if a is not None else UNSAVED for a in node._extra)
+    node._extra = None
+    node._saved = (*node._saved, *extra) if node._saved else extra
+
+
+__all__ = ["Function", "FunctionCtx", "Op", "once_differentiable", "FREED", "UNSAVED"]

@@ -2,7 +2,8 @@
 
 Everything is built from reverse-mode ``autograd.grad``; jvp and hvp use the double-backward
 trick (the vjp is linear in its cotangent, so differentiating it w.r.t. that cotangent gives
-the Jacobian-vector product). ``vectorize`` is accepted and ignored.
+the Jacobian-vector product). ``vectorize`` changes nothing in reverse mode;
+``strategy="forward-mode"`` goes through ``ember.func.jacfwd``.
 """
 
 from __future__ import annotations
@@ -104,9 +105,22 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
 
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode"):
-    """d outputs / d inputs: entry [i][j] has shape ``outputs[i].shape + inputs[j].shape``."""
+    """d outputs / d inputs: entry [i][j] has shape ``outputs[i].shape + inputs[j].shape``.
+    ``strategy="forward-mode"`` (with ``vectorize=True``, as torch requires) builds it column
+    by column from Jacobian-vector products (``ember.func.jacfwd``)."""
     from ember import stack
     from ember._creation import zeros
+
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". '
+                             'Hint: If your function has more outputs than inputs, '
+                             '"forward-mode" tends to be more performant. Otherwise, prefer to '
+                             'use "reverse-mode".')
+    if strategy == "forward-mode":
+        if not vectorize:
+            raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-"
+                                      "reverse Hessian isonly implemented for `vectorize=True`.")
+        return _forward_jacobian(func, inputs, create_graph)
 
     with enable_grad():
         is_tuple, ins = _as_tuple(inputs, "inputs", "jacobian")
@@ -138,6 +152,19 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
     if not out_tuple:
         return jac[0] if is_tuple else jac[0][0]
     return tuple(row if is_tuple else row[0] for row in jac)
+
+
+def _forward_jacobian(func, inputs, create_graph: bool):
+    from ember.func import jacfwd
+
+    is_tuple, ins = _as_tuple(inputs, "inputs", "jacobian")
+    jac = jacfwd(func, argnums=tuple(range(len(ins))))(*ins)
+    out_tuple = isinstance(jac, tuple) and jac and isinstance(jac[0], tuple)
+    rows = jac if out_tuple else (jac,)
+    rows = [tuple(x if create_graph else x.detach() for x in row) for row in rows]
+    if not out_tuple:
+        return rows[0] if is_tuple else rows[0][0]
+    return tuple(row if is_tuple else row[0] for row in rows)
 
 
 def _scalar_fn(func, fn_name: str):

@@ -131,6 +131,33 @@ def _slow(func, inputs, ins, eps, atol, rtol, nondet_tol) -> None:
             "expected; call gradcheck/gradgradcheck with `nondet_tol=<tol>`.")
 
 
+def _forward(func, inputs, ins, eps, atol, rtol) -> None:
+    """The Jacobian from forward-mode AD (one dual run per input element) against finite
+    differences."""
+    from ember._tensor import Tensor
+    from ember.autograd import forward_ad
+
+    num = _numerical(func, inputs, ins, eps)
+    for i, t in enumerate(ins):
+        rows = []
+        for k in range(t.numel()):
+            basis = np.zeros(t._data.size, dtype=t._data.dtype)
+            basis[k] = 1
+            with forward_ad.dual_level():
+                dual = forward_ad.make_dual(t.detach(), Tensor._make(basis.reshape(t.shape)))
+                args = [dual if a is t else a for a in inputs]
+                outs = _outputs(func, args)
+                rows.append([np.zeros(o.numel()) if forward_ad.unpack_dual(o).tangent is None
+                             else forward_ad.unpack_dual(o).tangent._data.astype(np.float64)
+                             .ravel().copy() for o in outs])
+        for j in range(len(num[i])):
+            ana = np.array([r[j] for r in rows]).reshape(num[i][j].shape)
+            if not _close(ana, num[i][j], atol, rtol):
+                raise GradcheckError(
+                    f"Jacobian computed with forward mode mismatch for output {j} with respect "
+                    f"to input {i},\nnumerical:{_fmt(num[i][j])}\nanalytical:{_fmt(ana)}\n")
+
+
 def _fast(func, inputs, ins, eps, atol, rtol, nondet_tol) -> None:
     rng = np.random.default_rng(0)
     vs = [rng.standard_normal(t.numel()) for t in ins]
@@ -196,14 +223,11 @@ def gradcheck(func: Callable, inputs, *, eps: float = 1e-6, atol: float = 1e-5,
     >>> gradcheck(lambda t: (t * t).sum(), (x,))
     True
     """
-    if check_forward_ad or check_batched_forward_grad:
-        raise NotImplementedError("ember has no forward-mode AD: check_forward_ad and "
-                                  "check_batched_forward_grad are not supported")
-    if check_batched_grad:
-        raise NotImplementedError("ember has no vmap: check_batched_grad is not supported")
     inputs = _as_tuple(inputs)
     ins = _diff_inputs(inputs)
     try:
+        if check_forward_ad or check_batched_forward_grad:
+            _forward(func, inputs, ins, eps, atol, rtol)
         if check_backward_ad:
             (_fast if fast_mode else _slow)(func, inputs, ins, eps, atol, rtol, nondet_tol)
             if check_undefined_grad:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import itertools
 import re
 import sys
+import threading
 import weakref
 from collections import OrderedDict
 
 import numpy as np
 
+from ember.autograd import forward_ad
 from ember.utils.hooks import RemovableHandle
 
 _seq = itertools.count()
@@ -18,9 +20,20 @@ next_seq = _seq.__next__
 FREED = object()  # marks saved tensors released after backward
 OUT = object()  # marks a saved entry that is one of the node's own outputs
 ANOMALY = [False, True]  # detect_anomaly's switch and its check_nan, global as in torch
-SAVED_HOOKS: list = []  # stack of (pack, unpack) pairs pushed by saved_tensors_hooks
 PACKED = object()  # marks a saved entry that went through a pack hook
-TRACE: list = [None]  # the active autograd.trace recorder, if any
+
+
+class _ThreadState(threading.local):
+    """Autograd state that torch keeps per thread (grad mode lives in grad_mode.STATE): hooks
+    pushed, or a trace started, in one thread never see another thread's graph."""
+
+    def __init__(self) -> None:
+        self.saved_hooks: list = []  # stack of (pack, unpack) pairs from saved_tensors_hooks
+        self.hooks_disabled: str | None = None  # disable_saved_tensors_hooks's message
+        self.trace = None  # the active autograd.trace recorder
+
+
+LOCAL = _ThreadState()
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -103,8 +116,12 @@ class Node:
     def _unpack_output(self, data, vc, version, nr):
         from ember._tensor import Tensor
 
-        t = Tensor._make(data, self, nr)
+        t = Tensor._make(data, self, nr) if nr >= 0 else Tensor._make(data)  # -1: indices
         t._vc = vc
+        if forward_ad.LEVEL[0] is not None:  # a saved output keeps its tangent
+            tangent = self.__dict__.get("_out_tangents", {}).get(nr)
+            if tangent is not None:
+                forward_ad.set_tangent(t, tangent)
         if vc[0] != version:
             raise RuntimeError(_inplace_message(t, version, self))
         return t
@@ -131,12 +148,12 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self) -> None:
-        if _HOOKS_DISABLED[0] is not None:
-            raise RuntimeError(_HOOKS_DISABLED[0])
-        SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
+        if LOCAL.hooks_disabled is not None:
+            raise RuntimeError(LOCAL.hooks_disabled)
+        LOCAL.saved_hooks.append((self.pack_hook, self.unpack_hook))
 
     def __exit__(self, *exc) -> None:
-        SAVED_HOOKS.pop()
+        LOCAL.saved_hooks.pop()
 
 
 class save_on_cpu(saved_tensors_hooks):
@@ -146,9 +163,6 @@ class save_on_cpu(saved_tensors_hooks):
         super().__init__(lambda t: t, lambda t: t)
 
 
-_HOOKS_DISABLED: list = [None]
-
-
 class disable_saved_tensors_hooks:
     """Within the block, entering ``saved_tensors_hooks`` raises ``error_message``."""
 
@@ -156,20 +170,23 @@ class disable_saved_tensors_hooks:
         self.error_message = error_message
 
     def __enter__(self) -> None:
-        self.prev = _HOOKS_DISABLED[0]
-        _HOOKS_DISABLED[0] = self.error_message
+        self.prev = LOCAL.hooks_disabled
+        LOCAL.hooks_disabled = self.error_message
 
     def __exit__(self, *exc) -> None:
-        _HOOKS_DISABLED[0] = self.prev
+        LOCAL.hooks_disabled = self.prev
 
 
 def pack_saved(node: Node, saved: tuple) -> tuple:
-    """Run the innermost pack hook over a node's saved entries."""
-    pack, unpack = SAVED_HOOKS[-1]
+    """Run the innermost pack hook over a node's saved entries. Python numbers an op turned
+    into 0-d tensors (``x * 0.5``) are kept as they are, as torch keeps its wrapped numbers."""
+    from ember._tensor import WRAPPED_NUMBER
+
+    pack, unpack = LOCAL.saved_hooks[-1]
     out = []
     for t, version in saved:
-        if t is None:
-            out.append((None, 0))
+        if t is None or t is not OUT and t._aux is WRAPPED_NUMBER:
+            out.append((t, version))
             continue
         if t is OUT:
             t = node._unpack_output(*version)
@@ -218,7 +235,7 @@ class AccumulateGrad(Node):
             var._grad = old + g
         else:
             np.add(old._data, g._data, out=old._data, casting="unsafe")
-        tr = TRACE[0]
+        tr = LOCAL.trace
         if tr is not None:
             tr.accumulate(self, var)
         aux = var._aux

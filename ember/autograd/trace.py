@@ -76,12 +76,12 @@ class trace:
         self._counts: dict = {}
 
     def __enter__(self) -> trace:
-        self._prev = graph.TRACE[0]
-        graph.TRACE[0] = self
+        self._prev = graph.LOCAL.trace
+        graph.LOCAL.trace = self
         return self
 
     def __exit__(self, *exc) -> None:
-        graph.TRACE[0] = self._prev
+        graph.LOCAL.trace = self._prev
         self._names = {}  # let the graph's nodes go
 
     def __str__(self) -> str:
@@ -121,6 +121,12 @@ class trace:
 
     def capture(self, node, output_nr: int, g) -> None:
         self._add("capture", node, output_nr=output_nr, grads_in=[_shape(g)], norm=_norm(g))
+
+    def queue(self, node, sent, ready: list, buffers: dict) -> None:
+        """The engine is done with ``node`` (None: before the first): ``sent`` went along its
+        ``next_functions``, ``ready`` is the heap of ``(-seq, tick, node)`` still to run and
+        ``buffers`` maps each waiting node to its input buffer. The log keeps none of it;
+        ``ember.viz.explore``'s recorder snapshots it."""
 
 
 __all__ = ["Event", "trace"]

@@ -148,9 +148,14 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="shuffle the training set each epoch (the tutorial's loader does not: "
                         "--no-shuffle)")
     p.add_argument("--logdir", default=None, help="write TensorBoard event files here")
+    p.add_argument("--compile", action="store_true",
+                   help="ember.compile the model and the optimizer step (captured programs)")
     p.add_argument("--save", default="model.pth", help="where to save the trained weights")
     p.add_argument("--limit", type=int, default=None,
                    help="use only the first N training and test images (smoke runs)")
+    p.add_argument("--explore", metavar="PAGE", default=None,
+                   help="write the first training step's graph and backward pass as an "
+                        "interactive page (ember.viz.explore)")
     return p.parse_args(argv)
 
 
@@ -192,6 +197,17 @@ def main(argv=None) -> float:
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+
+    if args.explore:  # the first batch's forward and backward, before any step
+        X, y = next(iter(train_dataloader))
+        torch.viz.explore(lambda: loss_fn(model(X.to(device)), y.to(device)), args.explore,
+                          params=dict(model.named_parameters()))
+        optimizer.zero_grad()
+        print(f"Wrote {args.explore}: open it in a browser\n")
+
+    if args.compile:
+        model.compile()  # in place: the state_dict keeps its keys
+        optimizer.step = torch.compile(optimizer.step)
 
     writer = None
     if args.logdir:

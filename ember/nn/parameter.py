@@ -1,8 +1,11 @@
-"""nn.Parameter (a Tensor a Module registers as learnable) and nn.Buffer (a marked Tensor)."""
+"""nn.Parameter (a Tensor a Module registers as learnable), nn.Buffer (a marked Tensor), and
+the uninitialized parameters and buffers of lazy modules."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
+
+import numpy as np
 
 from ember._tensor import Tensor
 
@@ -82,4 +85,109 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         return t
 
 
-__all__ = ["Parameter", "Buffer"]
+class _Unmaterialized(np.ndarray):
+    """The empty array behind an uninitialized tensor: its metadata reads (dtype, ``astype``
+    for ``.to()``), but computing with it raises torch's error for using a lazy module's
+    parameter before the first forward."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise _uninitialized_error(ufunc.__name__)
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise _uninitialized_error(func.__name__)
+
+
+def _uninitialized_error(where: str) -> ValueError:
+    return ValueError(
+        f"Attempted to use an uninitialized parameter in {where}. This error happens when you "
+        "are using a `LazyModule` or explicitly manipulating `torch.nn.parameter."
+        "UninitializedParameter` objects. When using LazyModules Call `forward` with a dummy "
+        "batch to initialize the parameters before calling torch functions")
+
+
+class UninitializedTensorMixin:
+    """A parameter or buffer whose shape is not known yet; ``materialize`` gives it one."""
+
+    __slots__ = ()
+    cls_to_become: type
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Allocate (uninitialised) storage of ``shape`` and become a ``cls_to_become``."""
+        from ember._creation import empty
+
+        self.data = empty(shape, device=device or self.device, dtype=dtype or self.dtype)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually "
+            "happens in `load_state_dict` when trying to load an uninitialized parameter into "
+            "an initialized one. Call `forward` to initialize the parameters before accessing "
+            "their attributes.")
+
+    def share_memory_(self):
+        raise RuntimeError(
+            "Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+            "initialize the parameters before calling `module.share_memory()`.")
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
+
+    def __reduce_ex__(self, proto):
+        return (self.__class__, (self.requires_grad,))
+
+
+def _unmaterialized(device, dtype) -> np.ndarray:
+    from ember._creation import empty
+
+    return empty(0, device=device, dtype=dtype)._data.view(_Unmaterialized)
+
+
+def is_lazy(param) -> bool:
+    """Whether ``param`` is an uninitialized parameter or buffer."""
+    return isinstance(param, UninitializedTensorMixin)
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A Parameter of a lazy module before its first call (``LazyLinear`` and friends)."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        p = object.__new__(cls)
+        p._init(_unmaterialized(device, dtype))
+        if requires_grad:
+            p.requires_grad_(True)
+        return p
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
+        pass
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
+        return memo[id(self)]
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer of a lazy module before its first call (``LazyBatchNorm*``'s statistics)."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None,
+                persistent: bool = True):
+        t = object.__new__(cls)
+        t._init(_unmaterialized(device, dtype))
+        if requires_grad:
+            t.requires_grad_(True)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None,
+                 persistent: bool = True) -> None:
+        pass
+
+
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]

@@ -1,13 +1,16 @@
 """Differentiable primitives, one family per module.
 
 Every public module here exports ``METHODS`` (attached to Tensor) and ``FUNCTIONS`` (exported
-as ``ember.<name>``). Modules are discovered, so a new family needs no registration.
+as ``ember.<name>``). Modules are discovered, so a new family needs no registration. The
+functions that take ``out=`` in torch get it here, all at once (``_out.py``).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+
+from ember.ops._out import add_out
 
 
 def install(tensor_cls, namespace: dict) -> None:
@@ -18,3 +21,4 @@ def install(tensor_cls, namespace: dict) -> None:
         for name, fn in getattr(mod, "METHODS", {}).items():
             setattr(tensor_cls, name, fn)
         namespace.update(getattr(mod, "FUNCTIONS", {}))
+    add_out(namespace)

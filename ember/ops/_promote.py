@@ -5,18 +5,23 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
-from ember._tensor import Tensor
+from ember._dtype import check_int
+from ember._tensor import WRAPPED_NUMBER, Tensor
 
 _NUMBER = (int, float, bool, np.number, np.bool_)
 
 
 def const(value, dt: _dtype.dtype) -> Tensor:
-    """A 0-d constant tensor (no grad) holding a Python scalar in dtype ``dt``."""
-    return Tensor._make(_wrapped(value, dt.np))
+    """A 0-d constant tensor (no grad) holding a Python scalar in dtype ``dt``: torch's
+    wrapped number."""
+    t = Tensor._make(_wrapped(value, dt.np))
+    t._aux = WRAPPED_NUMBER
+    return t
 
 
 def _wrapped(value, np_dtype) -> np.ndarray:
     """``value`` as a 0-d array; an int outside the dtype's range wraps around, as in torch."""
+    check_int(value)
     try:
         return np.array(value, dtype=np_dtype)
     except OverflowError:
@@ -73,7 +78,11 @@ def binary_args(a, b, float_result: bool = False):
             dt = _dtype.get_default_dtype()
         return cast(a, dt), cast(b, dt)
     if (tb is float or tb is int) and ad.kind == "f":
-        return a, Tensor._make(np.array(b, dtype=ad))
+        if tb is int:
+            check_int(b)
+        w = Tensor._make(np.array(b, dtype=ad))
+        w._aux = WRAPPED_NUMBER
+        return a, w
     if as_tensor_arg(b) is None:
         dt = _dtype.result_type((a,), (b,))
         if float_result and not dt.is_floating_point:

@@ -16,9 +16,19 @@ from ember._creation import zeros_like
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.ops._common import c_order, keep_where, variant
+from ember.ops import _erf
+from ember.ops._common import c_order, keep_where, select, variant
 from ember.ops._promote import cast, float_arg, scalar
 from ember.ops.pointwise import ThresholdBackward, sigmoid, where
+from ember.ops.pointwise_special import erf
+
+
+def _leaky(x: np.ndarray, slope) -> np.ndarray:
+    """``x`` where ``x > 0``, else ``slope x``, as max(x, 0) + slope min(x, 0) (one term is 0)."""
+    neg = np.minimum(x, 0, out=np.empty_like(x))  # an array even for 0-d x
+    neg *= slope if isinstance(slope, np.ndarray) else scalar(slope, x.dtype)
+    neg += np.maximum(x, 0)
+    return neg
 
 
 def _const(mask: np.ndarray, like: np.ndarray) -> Tensor:
@@ -150,39 +160,19 @@ def log_softmax(x: Tensor, dim: int | None = None, dtype=None, *,
     return LogSoftmax.apply(x, dim=dim)
 
 
-# --- erf and GELU -----------------------------------------------------------------------------
-
-_erf_obj = np.frompyfunc(math.erf, 1, 1)
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    """Exact erf elementwise (NumPy has none; math.erf is correctly rounded). On the GPU,
-    CuPy's erf kernel."""
-    if xp_of(x) is not np:
-        from cupyx.scipy.special import erf  # noqa: PLC0415 - ships with cupy
-
-        return erf(x)
-    return _erf_obj(x).astype(x.dtype, copy=False) if x.ndim else \
-        np.asarray(math.erf(float(x)), dtype=x.dtype)
-
-
-class Erf(Op):
-    node_name = "ErfBackward0"
-    saves = (0,)
-
-    @staticmethod
-    def forward(ctx, x):
-        return _erf(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (x * x).neg().exp() * (2 / math.sqrt(math.pi))
-
+# --- GELU ------------------------------------------------------------------------------------
 
 _SQRT1_2 = 1 / math.sqrt(2)
 _SQRT_2_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+def _gelu_cdf(x: np.ndarray) -> np.ndarray:
+    """Phi(x) = (1 + erf(x / sqrt(2))) / 2."""
+    cdf = _erf.erf(x * _SQRT1_2)
+    cdf += 1
+    cdf *= 0.5
+    return cdf
 
 
 class Gelu(Op):
@@ -195,7 +185,10 @@ class Gelu(Op):
         if approximate == "tanh":
             inner = _SQRT_2_PI * (x + 0.044715 * x**3)
             return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype, copy=False)
-        return (0.5 * x * (1 + _erf(x * _SQRT1_2))).astype(x.dtype, copy=False)
+        # Phi(x) is kept for the first-order backward, which would otherwise compute erf again
+        # (half of GELU's time); a double backward recomputes it from the saved input
+        ctx.cdf = _gelu_cdf(x)
+        return np.multiply(ctx.cdf, x, out=np.empty_like(x))
 
     @staticmethod
     def backward(ctx, g):
@@ -205,7 +198,17 @@ class Gelu(Op):
             t = inner.tanh()
             dinner = (x * x * (3 * 0.044715) + 1) * _SQRT_2_PI
             return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner)
-        cdf = (Erf.apply(x * _SQRT1_2) + 1) * 0.5
+        if not STATE.enabled:  # first-order backward: Phi(x) + x phi(x) in NumPy, in place
+            a = x._data
+            pdf = np.multiply(a, a, out=np.empty_like(a))  # an array even for 0-d x
+            pdf *= -0.5
+            np.exp(pdf, out=pdf)
+            pdf *= a
+            pdf *= _INV_SQRT_2PI
+            pdf += ctx.cdf
+            pdf *= g._data
+            return Tensor._make(pdf)
+        cdf = (erf(x * _SQRT1_2) + 1) * 0.5
         pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
         return g * (cdf + x * pdf)
 
@@ -214,10 +217,6 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     return Gelu.apply(float_arg(x), approximate=approximate)
-
-
-def erf(x: Tensor) -> Tensor:
-    return Erf.apply(float_arg(x))
 
 
 # --- piecewise activations ------------------------------------------------------------------
@@ -232,8 +231,18 @@ class Elu(Op):
     @staticmethod
     def forward(ctx, x, alpha=1.0, scale=1.0, input_scale=1.0):
         ctx.params = (alpha, scale, input_scale)
-        neg = np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale)
-        return np.where(x > 0, x * scale, neg).astype(x.dtype, copy=False)
+        # max(x, 0) scale + expm1(min(x, 0) input_scale) alpha scale: one term is 0 at each
+        # element, so the sum is the select without np.where's cost
+        neg = np.minimum(x, 0, out=np.empty_like(x))  # an array even for 0-d x
+        if input_scale != 1:
+            neg *= input_scale
+        np.expm1(neg, out=neg)
+        neg *= alpha * scale
+        pos = np.maximum(x, 0)
+        if scale != 1:
+            pos *= scale
+        neg += pos
+        return neg
 
     @staticmethod
     def backward(ctx, g):
@@ -255,7 +264,7 @@ class LeakyRelu(Op):
     @staticmethod
     def forward(ctx, x, negative_slope=0.01):
         ctx.slope = negative_slope
-        return np.where(x > 0, x, x * scalar(negative_slope, x.dtype))
+        return _leaky(x, negative_slope)
 
     @staticmethod
     def backward(ctx, g):
@@ -319,9 +328,11 @@ class Silu(Op):
 
     @staticmethod
     def forward(ctx, x):
-        e = np.exp(-np.abs(x))
-        s = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-        return (x * s).astype(x.dtype, copy=False)
+        e = np.negative(x, out=np.empty_like(x))  # x / (1 + exp(-x)), as torch
+        with np.errstate(over="ignore"):
+            np.exp(e, out=e)
+        e += 1
+        return np.divide(x, e, out=e)
 
     @staticmethod
     def backward(ctx, g):
@@ -331,9 +342,14 @@ class Silu(Op):
 
 
 def _softplus_np(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
-    bx = x * scalar(beta, x.dtype)
-    soft = np.logaddexp(scalar(0, x.dtype), bx) / scalar(beta, x.dtype)
-    return np.where(bx > threshold, x, soft).astype(x.dtype, copy=False)
+    """``x`` where ``beta x > threshold``, else ``log1p(exp(beta x)) / beta``, as torch."""
+    bx = x * scalar(beta, x.dtype) if beta != 1 else x
+    soft = np.minimum(bx, threshold, out=np.empty_like(x))  # exp cannot overflow below it
+    np.exp(soft, out=soft)
+    np.log1p(soft, out=soft)
+    if beta != 1:
+        soft /= scalar(beta, x.dtype)
+    return select(bx > threshold, x, soft, x.dtype)
 
 
 class Softplus(Op):
@@ -369,17 +385,25 @@ class Mish(Op):
 
 
 class LogSigmoid(Op):
+    """``min(x, 0) - log1p(exp(-|x|))``; saves the input and ``exp(-|x|)`` (torch's buffer),
+    from which a first-order backward gets ``sigmoid(-x)``."""
+
     node_name = "LogSigmoidBackward0"
     saves = (0,)
 
     @staticmethod
     def forward(ctx, x):
-        return -np.logaddexp(scalar(0, x.dtype), -x)
+        e = np.exp(-np.abs(x))
+        ctx.save_extra(e)
+        return np.minimum(x, 0) - np.log1p(e)
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * sigmoid(-x)
+        x, e = ctx.saved_tensors
+        if STATE.enabled:  # create_graph: a formula of x, differentiable again
+            return g * sigmoid(-x)
+        e = e._data
+        return g * Tensor._make(np.where(x._data > 0, e, 1) / (1 + e))
 
 
 class Threshold(Op):
@@ -389,7 +413,7 @@ class Threshold(Op):
     @staticmethod
     def forward(ctx, x, threshold=0.0, value=0.0):
         ctx.threshold = threshold
-        return np.where(x <= threshold, scalar(value, x.dtype), x)  # NaN stays, as in torch
+        return select(x <= threshold, value, x, x.dtype)  # NaN stays, as in torch
 
     @staticmethod
     def backward(ctx, g):
@@ -404,7 +428,7 @@ class Hardshrink(Op):
     @staticmethod
     def forward(ctx, x, lambd=0.5):
         ctx.lambd = lambd
-        return np.where(np.abs(x) > lambd, x, scalar(0, x.dtype))
+        return keep_where(np.abs(x) > lambd, x)
 
     @staticmethod
     def backward(ctx, g):
@@ -420,8 +444,9 @@ class Softshrink(Hardshrink):
     @staticmethod
     def forward(ctx, x, lambd=0.5):
         ctx.lambd = lambd
-        shrunk = x - np.sign(x) * scalar(lambd, x.dtype)
-        return np.where(np.abs(x) > lambd, shrunk, scalar(0, x.dtype))
+        lam = scalar(lambd, x.dtype)
+        out = np.clip(x, -lam, lam, out=np.empty_like(x))
+        return np.subtract(x, out, out=out)  # x -+ lambd outside, 0 inside
 
 
 class Glu(Op):
@@ -455,7 +480,7 @@ class RreluWithNoise(Op):
     @staticmethod
     def forward(ctx, x, noise=None):
         ctx.noise = noise
-        return np.where(x >= 0, x, x * noise).astype(x.dtype, copy=False)
+        return _leaky(x, noise)
 
     @staticmethod
     def backward(ctx, g):
@@ -502,5 +527,5 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
     return PreluKernel.apply(x, w)
 
 
-METHODS = {"softmax": softmax, "log_softmax": log_softmax, "erf": erf}
-FUNCTIONS = {"softmax": softmax, "log_softmax": log_softmax, "erf": erf, "prelu": prelu}
+METHODS = {"softmax": softmax, "log_softmax": log_softmax}
+FUNCTIONS = {"softmax": softmax, "log_softmax": log_softmax, "prelu": prelu}

@@ -1,6 +1,9 @@
 """einsum: forward by ``np.einsum(optimize=True)`` (contractions land in BLAS).
 
-Each operand's gradient is itself an einsum of the upstream gradient with the other operands,
+As in torch (without opt_einsum), more than two operands are contracted pairwise from the left,
+each step keeping only the subscripts still needed; so each node has one or two operands and
+saves what torch's bmm / mul save: each operand of a pair for the other's gradient.
+Each operand's gradient is itself an einsum of the upstream gradient with the other operand,
 so einsum is differentiable to any order. Repeated subscripts (diagonals, ``'ii'``) get their
 gradient through an identity-matrix operand; subscripts summed over one operand alone come
 back as a broadcast.
@@ -74,14 +77,10 @@ def _check_sizes(subs: list, shapes: list, out: str) -> None:
 
 
 class Einsum(Op):
+    """A one-operand einsum (sums, diagonals, permutations): its gradient needs nothing saved."""
+
     node_name = "EinsumBackward0"
     broadcasts = True  # size-1 dims broadcast against other operands; grads are summed back
-
-    @classmethod
-    def apply(cls, *inputs, **kw):
-        # Every operand feeds the others' gradients; the count varies per call.
-        cls.saves = tuple(range(len(inputs)))
-        return super().apply(*inputs, **kw)
 
     @staticmethod
     def forward(ctx, *arrays, subs=(), out=""):
@@ -121,8 +120,22 @@ def _operand_grad(ctx, g: Tensor, ops, i: int) -> Tensor:
     return r
 
 
+class EinsumPair(Einsum):
+    """A two-operand einsum: each operand is saved for the other's gradient."""
+
+    node_name = "EinsumBackward0"
+    saves = (0, 1)
+    save_for = ((1,), (0,))
+
+
 def _einsum(subs: list, out: str, tensors) -> Tensor:
-    return Einsum.apply(*tensors, subs=tuple(subs), out=out)
+    if len(tensors) > 2:  # torch's order: the first two, then the result with the next
+        rest = "".join(subs[2:]) + out
+        keep = "".join(dict.fromkeys(c for c in subs[0] + subs[1] if c in rest))
+        first = _einsum(subs[:2], keep, tensors[:2])
+        return _einsum([keep, *subs[2:]], out, [first, *tensors[2:]])
+    op = EinsumPair if len(tensors) == 2 else Einsum
+    return op.apply(*tensors, subs=tuple(subs), out=out)
 
 
 def einsum(equation: str, *operands) -> Tensor:

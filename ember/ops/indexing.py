@@ -15,8 +15,10 @@ import numpy as np
 
 from ember._backend import add_at
 from ember._tensor import Tensor
+from ember.autograd.forward_ad import LEVEL as DUAL
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.compiler.traced import check
 from ember.ops._layout import broadcast_strides, element_strides, iterator_order, laid_out
 from ember.ops.shape import Alias, Unsqueeze
 from ember.ops.shape_strided import region_view
@@ -65,14 +67,24 @@ class Slice(Op):
         return IndexGrad.apply(g, key=(((1, ctx.dim, ctx.sl),), None), shape=ctx.shape)
 
 
+def key_arrays(key: tuple) -> tuple:
+    """The index tensors torch saves for a key (``(steps, adv)``, or ``(steps, adv, arrays)``
+    when a parsed key kept torch's own: one per integer index, mask or bool)."""
+    if len(key) > 2:
+        return key[2]
+    return tuple(a for a in key[1] or () if isinstance(a, np.ndarray))
+
+
 class Index(Op):
-    """``x[steps][adv]`` as one copying op; ``key = (steps, adv)``."""
+    """``x[steps][adv]`` as one copying op; ``key = (steps, adv[, arrays])``. Saves the index
+    tensors, as torch (backward reads the parsed key)."""
 
     node_name = "IndexBackward0"
 
     @staticmethod
     def forward(ctx, x, key=None, accumulate=True):
         ctx.shape, ctx.key, ctx.accumulate = x.shape, key, accumulate
+        ctx.save_extra(*key_arrays(key))
         a = _np_steps(x, key[0])
         if key[1] is None:
             return a.copy()
@@ -114,6 +126,7 @@ class IndexGrad(Op):
     @staticmethod
     def forward(ctx, g, key=None, shape=None, accumulate=False):
         ctx.key, ctx.accumulate = key, accumulate
+        ctx.save_extra(*key_arrays(key))
         out = np.zeros(shape, dtype=g.dtype, like=g)
         target = _np_steps(out, key[0])
         if key[1] is None:
@@ -137,6 +150,7 @@ class ZeroAt(Op):
     @staticmethod
     def forward(ctx, g, key=None):
         ctx.key = key
+        ctx.save_extra(*key_arrays(key))
         out = g.copy()
         target = _np_steps(out, key[0])
         if key[1] is None:
@@ -154,11 +168,13 @@ class ZeroAt(Op):
 
 
 def _index_array(k):
-    """An index given as a tensor / list / array, as an int64 or bool array (or None: an int)."""
+    """An index given as a tensor / list / tuple / range / array, as an int64 or bool array."""
     if isinstance(k, Tensor):
         a = k._data
     elif isinstance(k, np.ndarray):
         a = k
+    elif isinstance(k, range):  # x[range(n), target], the nn tutorial's nll
+        a = np.arange(k.start, k.stop, k.step, dtype=np.int64)
     else:
         flat = [x.item() if isinstance(x, Tensor) else x for x in k]
         a = np.asarray(flat) if flat else np.zeros(0, np.int64)
@@ -173,8 +189,8 @@ def _index_array(k):
 
 def _as_tuple(key) -> tuple:
     if type(key) is list and len(key) < 32 and any(
-            k is None or k is Ellipsis or isinstance(k, list | tuple | slice | Tensor | np.ndarray)
-            for k in key):
+            k is None or k is Ellipsis or
+            isinstance(k, list | tuple | range | slice | Tensor | np.ndarray) for k in key):
         warnings.warn(
             "Using a non-tuple sequence for multidimensional indexing is deprecated and will be "
             "changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this "
@@ -194,7 +210,7 @@ def _items(key: tuple) -> tuple:
         elif isinstance(k, int | np.integer):
             items.append(int(k))
             used += 1
-        elif isinstance(k, Tensor | np.ndarray | list | tuple):
+        elif isinstance(k, Tensor | np.ndarray | list | tuple | range):
             a = _index_array(k)
             if a.ndim == 0:
                 items.append(bool(a) if a.dtype == np.bool_ else int(a))
@@ -209,20 +225,22 @@ def _items(key: tuple) -> tuple:
 
 
 def _parse(shape: tuple, key) -> tuple:
-    """Torch's reading of ``key``: (basic steps, advanced index dict {dim: array}, any ints)."""
+    """Torch's reading of ``key``: (basic steps, advanced index dict {dim: array}, any ints,
+    the index tensors torch keeps: one per integer array, mask or bool)."""
     items, used = _items(_as_tuple(key))
     ndim = len(shape)
     if used > ndim:
         raise IndexError(_ZERO_DIM if ndim == 0 else
                          f"too many indices for tensor of dimension {ndim}")
     shape = list(shape)
-    steps, adv, ints, dim, seen_ellipsis = [], {}, False, 0, False
+    steps, adv, ints, dim, seen_ellipsis, arrays = [], {}, False, 0, False, []
     for k in items:
         if k is None or isinstance(k, bool):
             steps.append((2, dim, None))
             shape.insert(dim, 1)
             if k is not None:  # x[True] / x[False]: a new dim indexed by [0] / []
                 adv[dim] = np.zeros(1 if k else 0, np.int64)
+                arrays.append(adv[dim])
             dim += 1
         elif k is Ellipsis:
             dim += 0 if seen_ellipsis else ndim - used
@@ -239,15 +257,17 @@ def _parse(shape: tuple, key) -> tuple:
             dim += 1
         elif k.dtype == np.bool_:
             _check_mask(k, shape, dim)
+            arrays.append(k)
             for j, nz in enumerate(np.nonzero(k)):
                 adv[dim + j] = nz
             dim += k.ndim
         else:
-            adv[dim] = _in_bounds(k.astype(np.int64, copy=False), shape[dim], dim, 0 in shape)
+            adv[dim] = _check_array(k.astype(np.int64, copy=False), shape[dim], dim, 0 in shape)
+            arrays.append(adv[dim])
             ints = True
             dim += 1
     _check_broadcast(adv)
-    return tuple(steps), adv, ints
+    return tuple(steps), adv, ints, tuple(arrays)
 
 
 def _wrap_index(k: int, size: int, dim: int) -> int:
@@ -264,7 +284,7 @@ def _check_mask(k: np.ndarray, shape: list, dim: int) -> None:
                          f"the shape of the indexed tensor {list(shape)} at index {dim + bad}")
 
 
-def _in_bounds(k: np.ndarray, size: int, dim: int, empty: bool) -> np.ndarray:
+def _check_array(k: np.ndarray, size: int, dim: int, empty: bool) -> np.ndarray:
     """torch's bounds check of an index array. In an empty tensor that has elements along
     ``dim`` torch checks nothing (its index kernel never runs): the indices are clipped, for
     NumPy's sake; the result is empty anyway."""
@@ -272,12 +292,16 @@ def _in_bounds(k: np.ndarray, size: int, dim: int, empty: bool) -> np.ndarray:
         return k
     if size == 0:
         raise IndexError("index is out of bounds for dimension with size 0")
+    if empty:
+        return np.clip(k, -size, size - 1)
+    check(_in_bounds, k, size, dim)  # (ember.compile's replays check their own indices)
+    return k
+
+
+def _in_bounds(k: np.ndarray, size: int, dim: int) -> None:
     if k.max() >= size or k.min() < -size:
-        if empty:
-            return np.clip(k, -size, size - 1)
         bad = int(k.max() if k.max() >= size else k.min())
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
-    return k
 
 
 def _check_broadcast(adv: dict) -> None:
@@ -316,19 +340,19 @@ def getitem(x: Tensor, key) -> Tensor:
         if not -shape[0] <= key < shape[0]:
             raise IndexError(f"index {key} is out of bounds for dimension 0 with size "
                              f"{shape[0]}")
-        if x._rg and STATE.enabled:
+        if x._rg and STATE.enabled or DUAL[0] is not None:
             return Select.apply(x, dim=0, index=key % shape[0])
         return _plain_view(x, x._data[key, ...])
     if tk is slice and (key.step is None or key.step > 0) and x._data.ndim:  # fast path: x[a:b]
-        if x._rg and STATE.enabled:
+        if x._rg and STATE.enabled or DUAL[0] is not None:
             return Slice.apply(x, dim=0, sl=key)
         return _plain_view(x, x._data[key])
     if key is Ellipsis:
         return Alias.apply(x) if x._rg else x._alias()
     if tk is Tensor and key._data.dtype == np.bool_ and key._data.shape == x._data.shape and \
-            key._data.ndim and not (x._rg and STATE.enabled):  # fast path: x[mask]
+            key._data.ndim and not (x._rg and STATE.enabled) and DUAL[0] is None:  # x[mask]
         return Tensor._make(x._data[key._data])
-    steps, adv, ints = _parse(x._data.shape, key)
+    steps, adv, ints, arrays = _parse(x._data.shape, key)
     out = x
     for kind, dim, arg in steps:
         if kind == 0:
@@ -338,7 +362,7 @@ def getitem(x: Tensor, key) -> Tensor:
         else:
             out = Unsqueeze.apply(out, dim=dim)
     if adv:
-        return Index.apply(out, key=((), _adv_key(adv)), accumulate=ints)
+        return Index.apply(out, key=((), _adv_key(adv), arrays), accumulate=ints)
     return out if out is not x else (Alias.apply(x) if x._rg else x._alias())
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember import _dtype
 from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
@@ -25,18 +26,22 @@ def _mask(mask, fname: str) -> np.ndarray:
     return mask._data
 
 
+# Each op saves the mask (masked_select: the input too), as torch.
+
+
 class MaskedFill(Op):
     node_name = "MaskedFillBackward0"
 
     @staticmethod
     def forward(ctx, x, mask=None, value=0):
-        ctx.mask = mask
+        ctx.save_extra(mask)
         # torch's masked_fill is clone(contiguous_format).masked_fill_: a contiguous result
         return c_order(np.where(mask, xp_of(x).asarray(value).astype(x.dtype), x))
 
     @staticmethod
     def backward(ctx, g):
-        return MaskedFill.apply(g, mask=ctx.mask, value=0)
+        (mask,) = ctx.saved_tensors
+        return MaskedFill.apply(g, mask=mask._data, value=0)
 
 
 class MaskedFillTensor(Op):
@@ -44,14 +49,15 @@ class MaskedFillTensor(Op):
 
     @staticmethod
     def forward(ctx, x, v, mask=None):
-        ctx.mask = mask
+        ctx.save_extra(mask)
         return c_order(np.where(mask, v, x))
 
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        gx = MaskedFill.apply(g, mask=ctx.mask, value=0) if need[0] else None
-        gv = MaskedFill.apply(g, mask=~ctx.mask, value=0).sum() if need[1] else None
+        mask = ctx.saved_tensors[0]._data
+        gx = MaskedFill.apply(g, mask=mask, value=0) if need[0] else None
+        gv = MaskedFill.apply(g, mask=~mask, value=0).sum() if need[1] else None
         return gx, gv
 
 
@@ -68,17 +74,20 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.ndim} dimension(s).")
         return MaskedFillTensor.apply(x, cast(value, x.dtype), mask=m)
+    _dtype.check_int64(value, x.dtype)
     return MaskedFill.apply(x, mask=m, value=value)
 
 
 class MaskedSelect(Op):
     node_name = "MaskedSelectBackward0"
+    saves = (0,)
 
     @staticmethod
     def forward(ctx, x, mask=None):
         ctx.xshape = x.shape
+        ctx.save_extra(mask)
         shape = np.broadcast_shapes(x.shape, mask.shape)
-        ctx.key = ((), np.nonzero(np.broadcast_to(mask, shape)))
+        ctx.key = ((), np.nonzero(np.broadcast_to(mask, shape)), (mask,))
         ctx.shape = shape
         return np.broadcast_to(x, shape)[ctx.key[1]]
 
@@ -102,7 +111,8 @@ class MaskedScatter(Op):
     def forward(ctx, x, src, mask=None):
         key = np.nonzero(mask)
         n = key[0].size if key else int(mask)
-        ctx.mask, ctx.sshape, ctx.n = mask, src.shape, n
+        ctx.sshape, ctx.n = src.shape, n
+        ctx.save_extra(mask)
         out = x.copy()
         out[mask] = src.reshape(-1)[:n]
         return out
@@ -110,10 +120,11 @@ class MaskedScatter(Op):
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        gx = MaskedFill.apply(g, mask=ctx.mask, value=0) if need[0] else None
+        mask = ctx.saved_tensors[0]._data
+        gx = MaskedFill.apply(g, mask=mask, value=0) if need[0] else None
         gs = None
         if need[1]:
-            sel = Index.apply(g, key=((), np.nonzero(ctx.mask)), accumulate=False)
+            sel = Index.apply(g, key=((), np.nonzero(mask), (mask,)), accumulate=False)
             size = int(np.prod(ctx.sshape))
             gs = IndexGrad.apply(sel, key=((), (slice(0, ctx.n),)), shape=(size,))
             gs = gs.reshape(ctx.sshape)

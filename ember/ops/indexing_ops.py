@@ -6,9 +6,11 @@ import warnings
 
 import numpy as np
 
+from ember import _dtype
 from ember._backend import add_at, ufunc_method
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.compiler.traced import check
 from ember.ops._promote import cast, scalar
 from ember.ops.indexing import IndexGrad, _parse
 from ember.ops.indexing_setitem import IndexPut, _value, write_at
@@ -59,10 +61,15 @@ def _check_index(x: Tensor, dim: int, index: Tensor, fname: str, src: Tensor | N
                            f"{list(src.shape)}")
     idx = index._data
     size = xs[d] if xs else 1
-    if idx.size and (idx.max() >= size or idx.min() < 0):
+    if idx.size:
+        check(_in_range, idx, size, d)
+    return d, idx.astype(np.int64, copy=False)
+
+
+def _in_range(idx: np.ndarray, size: int, d: int) -> None:
+    if idx.max() >= size or idx.min() < 0:
         bad = int(idx.max() if idx.max() >= size else idx.min())
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
-    return d, idx.astype(np.int64, copy=False)
 
 
 def _same_dtype(x: Tensor, src: Tensor, fname: str) -> None:
@@ -102,19 +109,26 @@ def _along(a: np.ndarray, dim: int) -> np.ndarray:
 # --- gather / scatter -----------------------------------------------------------------------
 
 
+# Each op saves the index (and what else torch saves) with ``ctx.save_extra``, as torch, and
+# its backward reads it from there.
+
+
 class Gather(Op):
     node_name = "GatherBackward0"
+    saves = (0,)
 
     @staticmethod
     def forward(ctx, x, index=None, dim=0):
-        ctx.shape, ctx.index, ctx.dim = x.shape, index, dim
+        ctx.shape, ctx.dim = x.shape, dim
+        ctx.save_extra(index)
         out = _2d(x)[_full_index(_2d(index), dim)]
         return out.reshape(index.shape)
 
     @staticmethod
     def backward(ctx, g):
+        index = ctx.saved_tensors[1]._data
         zeros = Tensor._make(np.zeros(ctx.shape, g.dtype.np, like=g._data))
-        return ScatterAdd.apply(zeros, g, index=ctx.index, dim=ctx.dim)
+        return ScatterAdd.apply(zeros, g, index=index, dim=ctx.dim)
 
 
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
@@ -128,7 +142,8 @@ class ScatterAdd(Op):
 
     @staticmethod
     def forward(ctx, x, src, index=None, dim=0):
-        ctx.index, ctx.dim, ctx.sshape = index, dim, src.shape
+        ctx.dim, ctx.sshape = dim, src.shape
+        ctx.save_extra(index, for_=(1,))
         out = x.copy()
         add_at(_2d(out), _full_index(_2d(index), dim), _src_part(src, index))
         return out
@@ -136,7 +151,8 @@ class ScatterAdd(Op):
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        gs = _fit(Gather.apply(g, index=ctx.index, dim=ctx.dim), ctx.sshape) if need[1] else None
+        gs = _fit(Gather.apply(g, index=ctx.saved_tensors[0]._data, dim=ctx.dim), ctx.sshape) \
+            if need[1] else None
         return (g if need[0] else None), gs
 
 
@@ -145,7 +161,8 @@ class Scatter(Op):
 
     @staticmethod
     def forward(ctx, x, src, index=None, dim=0):
-        ctx.index, ctx.dim, ctx.sshape = index, dim, src.shape
+        ctx.dim, ctx.sshape = dim, src.shape
+        ctx.save_extra(index)
         out = x.copy()
         _2d(out)[_full_index(_2d(index), dim)] = _src_part(src, index)
         return out
@@ -153,8 +170,9 @@ class Scatter(Op):
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        gx = ScatterValue.apply(g, index=ctx.index, dim=ctx.dim, value=0) if need[0] else None
-        gs = _fit(Gather.apply(g, index=ctx.index, dim=ctx.dim), ctx.sshape) if need[1] else None
+        index = ctx.saved_tensors[0]._data
+        gx = ScatterValue.apply(g, index=index, dim=ctx.dim, value=0) if need[0] else None
+        gs = _fit(Gather.apply(g, index=index, dim=ctx.dim), ctx.sshape) if need[1] else None
         return gx, gs
 
 
@@ -163,14 +181,15 @@ class ScatterValue(Op):
 
     @staticmethod
     def forward(ctx, x, index=None, dim=0, value=0):
-        ctx.index, ctx.dim = index, dim
+        ctx.dim = dim
+        ctx.save_extra(index)
         out = x.copy()
         _2d(out)[_full_index(_2d(index), dim)] = value
         return out
 
     @staticmethod
     def backward(ctx, g):
-        return ScatterValue.apply(g, index=ctx.index, dim=ctx.dim, value=0)
+        return ScatterValue.apply(g, index=ctx.saved_tensors[0]._data, dim=ctx.dim, value=0)
 
 
 class ScatterLegacyReduce(Op):
@@ -248,19 +267,24 @@ def _check_vector_index(x: Tensor, dim: int, index: Tensor, fname: str):
     d = _wrap_dim(dim, x.ndim)
     idx = index._data.reshape(-1).astype(np.int64, copy=False)
     size = x._data.shape[d] if x.ndim else 1
-    if fname == "index_select" and idx.size and (idx.max() >= size or idx.min() < 0):
+    if idx.size:
+        check(_vector_in_range, idx, size, d, fname, x.ndim > 1 and not x._data.size)
+    return d, idx
+
+
+def _vector_in_range(idx: np.ndarray, size: int, d: int, fname: str, empty_nd: bool) -> None:
+    if fname == "index_select" and (idx.max() >= size or idx.min() < 0):
         # no negative indices here; torch's kernel for an empty multi-dim input says so its way
-        if x.ndim > 1 and not x._data.size:
+        if empty_nd:
             raise RuntimeError(f"INDICES element is out of DATA bounds, id="
                                f"{int(idx[(idx < 0) | (idx >= size)][0])} axis_dim={size}")
         raise IndexError("index out of range in self")
-    if idx.size and (idx.max() >= size or idx.min() < -size):
+    if idx.max() >= size or idx.min() < -size:
         bad = int(idx.max() if idx.max() >= size else idx.min())
         msg = f"index {bad} is out of bounds for dimension {d} with size {size}"
         if fname == "index_add":
             raise RuntimeError(msg)
         raise IndexError(f"{fname}_(): {msg}" if fname == "index_copy" else msg)
-    return d, idx
 
 
 class IndexSelect(Op):
@@ -268,7 +292,8 @@ class IndexSelect(Op):
 
     @staticmethod
     def forward(ctx, x, index=None, dim=0):
-        ctx.shape, ctx.index, ctx.dim = x.shape, index, dim
+        ctx.shape, ctx.dim = x.shape, dim
+        ctx.save_extra(index)
         if x.ndim == 0:  # torch: a 0-d input gives a 0-d result
             return x.copy()
         return np.take(_2d(x), index, axis=dim).reshape(
@@ -277,7 +302,7 @@ class IndexSelect(Op):
     @staticmethod
     def backward(ctx, g):
         zeros = Tensor._make(np.zeros(ctx.shape, g.dtype.np, like=g._data))
-        return IndexAdd.apply(zeros, g, index=ctx.index, dim=ctx.dim)
+        return IndexAdd.apply(zeros, g, index=ctx.saved_tensors[0]._data, dim=ctx.dim)
 
 
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -291,10 +316,13 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 class IndexAdd(Op):
     node_name = "IndexAddBackward0"
+    saves = (1,)  # the source (for its shape) and the index, for the source's gradient
+    save_for = ((1,),)
 
     @staticmethod
     def forward(ctx, x, src, index=None, dim=0, alpha=1):
-        ctx.index, ctx.dim, ctx.alpha = index, dim, alpha
+        ctx.dim, ctx.alpha = dim, alpha
+        ctx.save_extra(index, for_=(1,))
         out = x.copy()
         s = src if alpha == 1 else src * scalar(alpha, src.dtype)
         add_at(_along(out, dim), index, _along(s, dim))
@@ -303,7 +331,8 @@ class IndexAdd(Op):
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        gs = IndexSelect.apply(g, index=ctx.index, dim=ctx.dim) if need[1] else None
+        gs = IndexSelect.apply(g, index=ctx.saved_tensors[1]._data, dim=ctx.dim) \
+            if need[1] else None
         if gs is not None and ctx.alpha != 1:
             gs = gs * ctx.alpha
         return (g if need[0] else None), gs
@@ -337,14 +366,15 @@ class IndexFill(Op):
 
     @staticmethod
     def forward(ctx, x, index=None, dim=0, value=0):
-        ctx.index, ctx.dim = index, dim
+        ctx.dim = dim
+        ctx.save_extra(index)
         out = x.copy()
         _along(out, dim)[index] = value
         return out
 
     @staticmethod
     def backward(ctx, g):
-        return IndexFill.apply(g, index=ctx.index, dim=ctx.dim, value=0)
+        return IndexFill.apply(g, index=ctx.saved_tensors[0]._data, dim=ctx.dim, value=0)
 
 
 class IndexFillTensor(Op):
@@ -352,7 +382,8 @@ class IndexFillTensor(Op):
 
     @staticmethod
     def forward(ctx, x, v, index=None, dim=0):
-        ctx.index, ctx.dim = index, dim
+        ctx.dim = dim
+        ctx.save_extra(index)
         out = x.copy()
         _along(out, dim)[index] = v
         return out
@@ -360,8 +391,9 @@ class IndexFillTensor(Op):
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        gx = IndexFill.apply(g, index=ctx.index, dim=ctx.dim, value=0) if need[0] else None
-        gv = IndexSelect.apply(g, index=ctx.index, dim=ctx.dim).sum() if need[1] else None
+        index = ctx.saved_tensors[0]._data
+        gx = IndexFill.apply(g, index=index, dim=ctx.dim, value=0) if need[0] else None
+        gv = IndexSelect.apply(g, index=index, dim=ctx.dim).sum() if need[1] else None
         return gx, gv
 
 
@@ -373,15 +405,19 @@ def index_fill(x: Tensor, dim: int, index: Tensor, value) -> Tensor:
             raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.ndim} dimension(s).")
         return IndexFillTensor.apply(x, cast(value, x.dtype), index=idx, dim=d)
+    _dtype.check_int64(value, x.dtype)
     return IndexFill.apply(x, index=idx, dim=d, value=value)
 
 
 class IndexCopy(Op):
     node_name = "IndexCopyBackward0"
+    saves = (1,)  # the source (for its shape), for its gradient
+    save_for = ((1,),)
 
     @staticmethod
     def forward(ctx, x, src, index=None, dim=0):
-        ctx.index, ctx.dim = index, dim
+        ctx.dim = dim
+        ctx.save_extra(index)
         out = x.copy()
         _along(out, dim)[index] = _along(src, dim)
         return out
@@ -389,8 +425,9 @@ class IndexCopy(Op):
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        gx = IndexFill.apply(g, index=ctx.index, dim=ctx.dim, value=0) if need[0] else None
-        gs = IndexSelect.apply(g, index=ctx.index, dim=ctx.dim) if need[1] else None
+        index = ctx.saved_tensors[1]._data
+        gx = IndexFill.apply(g, index=index, dim=ctx.dim, value=0) if need[0] else None
+        gs = IndexSelect.apply(g, index=index, dim=ctx.dim) if need[1] else None
         return gx, gs
 
 
@@ -415,8 +452,8 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
         if not isinstance(i, Tensor):
             raise TypeError(f"expected Tensor as element {k} in argument 0, but got "
                             f"{type(i).__name__}")
-    steps, adv, _ = _parse(x._data.shape, tuple(indices))
-    return write_at(x, steps, adv, _value(x, values), accumulate=accumulate)
+    steps, adv, _, arrays = _parse(x._data.shape, tuple(indices))
+    return write_at(x, steps, adv, _value(x, values), accumulate=accumulate, arrays=arrays)
 
 
 def index_put(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
@@ -426,16 +463,19 @@ def index_put(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
 
 class Take(Op):
     node_name = "TakeBackward0"
+    saves = (0,)
 
     @staticmethod
     def forward(ctx, x, index=None):
-        ctx.shape, ctx.index = x.shape, index
+        ctx.shape = x.shape
+        ctx.save_extra(index)
         return x.reshape(-1)[index]
 
     @staticmethod
     def backward(ctx, g):
         size = int(np.prod(ctx.shape))
-        flat = IndexGrad.apply(g, key=((), (ctx.index,)), shape=(size,), accumulate=True)
+        index = ctx.saved_tensors[1]._data
+        flat = IndexGrad.apply(g, key=((), (index,)), shape=(size,), accumulate=True)
         return flat.reshape(ctx.shape)
 
 
@@ -455,7 +495,11 @@ def take(x: Tensor, index: Tensor) -> Tensor:
 
 
 class Put(IndexPut):
+    """Saves the flat index and, for its gradient, the source, as torch's put."""
+
     node_name = "PutBackward0"
+    saves = (1,)
+    save_for = ((1,),)
 
 
 def put_(x: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -463,9 +507,9 @@ def put_(x: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> 
     idx = _flat_index(x, index) % max(x._data.size, 1)
     v = _value(x, source).reshape(-1)
     if not x.ndim:
-        return write_at(x, (), {}, v.reshape(()), accumulate=accumulate, op=Put)
+        return write_at(x, (), {}, v.reshape(()), accumulate=accumulate, op=Put, arrays=(idx,))
     adv = dict(enumerate(np.unravel_index(idx.reshape(-1), x._data.shape)))
-    return write_at(x, (), adv, v, accumulate=accumulate, op=Put)
+    return write_at(x, (), adv, v, accumulate=accumulate, op=Put, arrays=(idx,))
 
 
 def put(x: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:

@@ -55,19 +55,22 @@ def _scatter_reduce(x: np.ndarray, src: np.ndarray, index: np.ndarray, dim: int,
 
 
 class ScatterReduce(Op):
+    """Saves self, src, the result and the index, as torch."""
+
     node_name = "ScatterReduceBackward0"
     saves = (0, 1)
     saves_output = True
 
     @staticmethod
     def forward(ctx, x, src, index=None, dim=0, reduce="sum", include_self=True):
-        ctx.index, ctx.dim, ctx.reduce, ctx.include_self = index, dim, reduce, include_self
+        ctx.dim, ctx.reduce, ctx.include_self = dim, reduce, include_self
+        ctx.save_extra(index)
         return _scatter_reduce(x, src, index, dim, reduce, include_self)
 
     @staticmethod
     def backward(ctx, g):
-        x, src, result = ctx.saved_tensors
-        idx, dim, reduce = ctx.index, ctx.dim, ctx.reduce
+        x, src, result, idx = ctx.saved_tensors
+        idx, dim, reduce = idx._data, ctx.dim, ctx.reduce
 
         def gather(t):
             return Gather.apply(t, index=idx, dim=dim)
@@ -88,7 +91,7 @@ class ScatterReduce(Op):
             dist = g / n
             gx, gs = self_is * dist, src_is * gather(dist)
         else:
-            gx, gs = _prod_grads(ctx, g, x, src, result, gather)
+            gx, gs = _prod_grads(ctx, idx, g, x, src, result, gather)
         if not ctx.include_self:
             gx = ScatterValue.apply(gx, index=idx, dim=dim, value=0)
         need = ctx.needs_input_grad
@@ -101,9 +104,9 @@ def _fit_src(src: Tensor, idx: np.ndarray) -> Tensor:
     return src[tuple(slice(0, s) for s in idx.shape)]
 
 
-def _prod_grads(ctx, g, x, src, result, gather):
+def _prod_grads(ctx, idx, g, x, src, result, gather):
     """torch's exclusive-product gradients: zeros in ``x`` and single zeros in a src group."""
-    idx, dim, inc = ctx.index, ctx.dim, ctx.include_self
+    dim, inc = ctx.dim, ctx.include_self
     s = _fit_src(src, idx)
     masked_x = x.masked_fill(x == 0, 1)
     masked_x_result = ScatterReduce.apply(masked_x, s, index=idx, dim=dim, reduce="prod",

@@ -14,7 +14,7 @@ from ember._backend import add_at
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.ops.indexing import Index, ZeroAt, _adv_key, _np_steps, _parse
+from ember.ops.indexing import Index, ZeroAt, _adv_key, _np_steps, _parse, key_arrays
 from ember.ops.memory_overlap import (
     check_internal,
     check_none,
@@ -50,13 +50,15 @@ def _assign(target: np.ndarray, adv, v: np.ndarray, accumulate: bool = False) ->
 
 
 class IndexPut(Op):
-    """``x[key] = v`` (or ``+=`` with ``accumulate``) recorded in the graph."""
+    """``x[key] = v`` (or ``+=`` with ``accumulate``) recorded in the graph; saves the index
+    tensors, as torch."""
 
     node_name = "IndexPutBackward0"
 
     @staticmethod
     def forward(ctx, x, v, key=None, accumulate=False, overlap=False):
         ctx.key, ctx.vshape, ctx.accumulate, ctx.overlap = key, v.shape, accumulate, overlap
+        ctx.save_extra(*key_arrays(key))
         _assign(_np_steps(x, key[0]), key[1], v, accumulate)
         return x
 
@@ -97,12 +99,13 @@ def _value(x: Tensor, value) -> Tensor:
 
 
 def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = False,
-             copy_slices: bool = False, op=None) -> Tensor:
+             copy_slices: bool = False, op=None, arrays: tuple | None = None) -> Tensor:
     """Write ``v`` into ``x[steps][adv]`` in place, recording the write for autograd (as ``op``,
-    by default IndexPut, or CopySlices for a basic key when ``copy_slices``)."""
+    by default IndexPut, or CopySlices for a basic key when ``copy_slices``); ``arrays``: the
+    index tensors torch saves for the write (by default, those of ``adv``)."""
     from ember.ops.inplace import check_inplace
 
-    key = (steps, _adv_key(adv))
+    key = (steps, _adv_key(adv)) if arrays is None else (steps, _adv_key(adv), arrays)
     if steps and STATE.enabled:
         x._sync()  # torch takes the key's views of x first, which brings x's history up to date
     check_inplace(x)
@@ -113,7 +116,8 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
     base = x._base
     if base is not None and (x._rg or not base._rg):
         _check_multi_view(x)
-        return _write_through_view(x, base, steps, key[1], v, accumulate)
+        return _write_through_view(x, base, steps, key[1], v, accumulate,
+                                   arrays=key_arrays(key))
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
     # torch: a write through a view of x (any basic step) rebases x onto CopySlices.
@@ -162,17 +166,17 @@ def _index_in(x: Tensor, base: Tensor) -> np.ndarray:
 
 
 def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv, v: Tensor,
-                        accumulate: bool, index=None) -> Tensor:
+                        accumulate: bool, index=None, arrays: tuple = ()) -> Tensor:
     """An autograd-recorded write into a view: as torch, the base's history is rebased onto a
     CopySlices node (a write at the base elements the view's elements alias) and the view's
-    history is regenerated over it."""
+    history is regenerated over it. ``arrays``: the index tensors torch saves for the write."""
     overlap = has_internal_overlap(x._data)
     index = _np_steps(_index_in(x, base) if index is None else index, steps)
     if adv is not None:
         index = index[adv]
     src = Tensor._make(base._data, base._grad_fn, base._output_nr)
     src._rg = base._rg
-    res = CopySlices.apply(src, v, key=index_key(index, base._data.shape),
+    res = CopySlices.apply(src, v, key=(*index_key(index, base._data.shape), arrays),
                            accumulate=accumulate, overlap=overlap)
     rebase(base, res._grad_fn)
     x._vc[0] += 1
@@ -193,7 +197,7 @@ def setitem(x: Tensor, key, value) -> None:
             _fast_set(x, key, value):
         return
     try:
-        steps, adv, ints = _parse(x._data.shape, key)
+        steps, adv, ints, arrays = _parse(x._data.shape, key)
     except IndexError as e:  # an index array out of bounds: torch's index_put_ checks overlap first
         if "out of bounds" in str(e) and value is x and x._data.shape[:1] != (1,) and any(
                 isinstance(k, list | Tensor | np.ndarray)
@@ -209,7 +213,7 @@ def setitem(x: Tensor, key, value) -> None:
         v = _value(x, value)
         (copy_ if v.ndim or v.shape == x.shape else fill_)(x, v)
         return
-    write_at(x, steps, adv, _value(x, value), copy_slices=True)
+    write_at(x, steps, adv, _value(x, value), copy_slices=True, arrays=arrays)
 
 
 def _drop_full_slices(steps: tuple, shape: tuple) -> tuple:

@@ -15,9 +15,10 @@ from ember import _dtype
 from ember._backend import to_device
 from ember._creation import zeros_like
 from ember._tensor import Tensor
+from ember.autograd import forward_ad
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.autograd.graph import FREED, OUT, SAVED_HOOKS
+from ember.autograd.graph import FREED, LOCAL, OUT
 from ember.ops._promote import float_arg, scalar
 from ember.ops.memory_overlap import check_internal, check_partial
 from ember.ops.pointwise import QualifiedNode
@@ -58,8 +59,8 @@ def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
 
 def _apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
     check_inplace(x)
-    tracked = STATE.enabled and (x._rg or any(
-        isinstance(a, Tensor) and a._rg for a in (*args, *kwargs.values())))
+    tracked = STATE.enabled and (x._rg or any(isinstance(a, Tensor) and a._rg
+                                              for a in (*args, *kwargs.values())))
     if not tracked:
         prev = STATE.enabled
         STATE.enabled = False
@@ -68,6 +69,7 @@ def _apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
         finally:
             STATE.enabled = prev
         _write(x, r)
+        forward_ad.after_inplace(x, x, r)
         return x
     if x._base is not None and (x._rg or not x._base._rg):  # a view: torch's CopySlices rebase
         from ember.ops.indexing import inplace_on_view
@@ -77,10 +79,12 @@ def _apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
     # x is overwritten, so relu_, exp_, add_(scalar), ... copy nothing.
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
+    forward_ad.before_inplace(x, src)
     r = fn(src, *args, **kwargs)
-    if sys.getrefcount(src) > 2 or SAVED_HOOKS:
+    if sys.getrefcount(src) > 2 or LOCAL.saved_hooks:
         src._data = src._data.copy()
     _write(x, r)
+    forward_ad.after_inplace(x, src, r)
     rebase(x, r._grad_fn, r._output_nr, r._rg)
     saved_output_moved(r, x)
     return x
@@ -128,7 +132,7 @@ def _fast(name: str, ufunc):
     def method(self, other, *, alpha=1, **kwargs):
         d = self._data
         if (not STATE.enabled or not (self._rg or (type(other) is Tensor and other._rg))) \
-                and not kwargs and d.dtype.kind == "f":
+                and not kwargs and d.dtype.kind == "f" and forward_ad.LEVEL[0] is None:
             if type(other) is Tensor and other._data.dtype == d.dtype and \
                     other._data.ndim <= d.ndim:
                 o = other._data
@@ -236,6 +240,7 @@ def fill_(x: Tensor, value) -> Tensor:
         if STATE.enabled and (value._rg or x._rg):
             return _apply_inplace(x, FillT.apply, value)
         value = value._data
+    _dtype.check_int64(value, x.dtype)
     return write_values(x, scalar(value, x._data.dtype))
 
 

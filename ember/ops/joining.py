@@ -65,7 +65,7 @@ class Cat(Op):
         return tuple(out)
 
 
-def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
+def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along ``dim`` (1-D empty tensors are skipped, torch's legacy rule)."""
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
@@ -91,8 +91,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     for i, s in enumerate(shapes):
         if s != ref and s != (0,):
             _cat_mismatch(ref, s, d, i)
-    res = Cat.apply(*tensors, dim=d, skip=skip)
-    return _write_out(out, res, "cat") if out is not None else res
+    return Cat.apply(*tensors, dim=d, skip=skip)
 
 
 def _cat_mismatch(ref: tuple, s: tuple, d: int, i: int) -> None:
@@ -105,30 +104,9 @@ def _cat_mismatch(ref: tuple, s: tuple, d: int, i: int) -> None:
                                f"size {a} but got size {b} for tensor number {i} in the list.")
 
 
-def concatenate(tensors, axis: int = 0, *, out=None) -> Tensor:
+def concatenate(tensors, axis: int = 0) -> Tensor:
     """``cat`` with NumPy's ``axis`` name."""
-    return cat(tensors, axis, out=out)
-
-
-def _write_out(out: Tensor, res: Tensor, fname: str) -> Tensor:
-    """torch's ``out=``: written in place when the shape fits, else resized (with a warning)."""
-    if STATE.enabled and (res._rg or out._rg):
-        raise RuntimeError(f"{fname}(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
-    if out._data.shape == res._data.shape:
-        np.copyto(out._data, res._data, casting="unsafe")
-    else:
-        if out._data.size:
-            warnings.warn(
-                f"An output with one or more elements was resized since it had shape "
-                f"{list(out.shape)}, which does not match the required output shape "
-                f"{list(res.shape)}. This behavior is deprecated, and in a future PyTorch "
-                "release outputs will not be resized unless they have zero elements. You can "
-                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
-                "t.resize_(0).", UserWarning, stacklevel=3)
-        out._data = res._data.astype(out._data.dtype, copy=False)
-    out._vc[0] += 1
-    return out
+    return cat(tensors, axis)
 
 
 class Stack(Op):
@@ -144,7 +122,7 @@ class Stack(Op):
         return tuple(g.unbind(ctx.dim))
 
 
-def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
+def stack(tensors, dim: int = 0) -> Tensor:
     """Join equal-shaped tensors along a new dim ``dim``."""
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
@@ -158,8 +136,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     dt = tensors[0].dtype
     for t in tensors[1:]:
         dt = _dtype.promote_types(dt, t.dtype)
-    res = Stack.apply(*[cast(t, dt) for t in tensors], dim=d)
-    return _write_out(out, res, "stack") if out is not None else res
+    return Stack.apply(*[cast(t, dt) for t in tensors], dim=d)
 
 
 def atleast_1d(*tensors):
@@ -198,27 +175,27 @@ def _nonempty(tensors, fname: str) -> list:
     return tensors
 
 
-def hstack(tensors, *, out=None) -> Tensor:
+def hstack(tensors) -> Tensor:
     """Concatenate along dim 1 (dim 0 for 1-D tensors)."""
     ts = atleast_1d(_nonempty(tensors, "hstack"))
-    return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
+    return cat(ts, 0 if ts[0].ndim == 1 else 1)
 
 
-def vstack(tensors, *, out=None) -> Tensor:
+def vstack(tensors) -> Tensor:
     """Concatenate along dim 0, after making 1-D tensors rows."""
-    return cat(atleast_2d(_nonempty(tensors, "vstack")), 0, out=out)
+    return cat(atleast_2d(_nonempty(tensors, "vstack")), 0)
 
 
-def dstack(tensors, *, out=None) -> Tensor:
+def dstack(tensors) -> Tensor:
     """Concatenate along dim 2, after ``atleast_3d``."""
-    return cat(atleast_3d(_nonempty(tensors, "dstack")), 2, out=out)
+    return cat(atleast_3d(_nonempty(tensors, "dstack")), 2)
 
 
-def column_stack(tensors, *, out=None) -> Tensor:
+def column_stack(tensors) -> Tensor:
     """Concatenate along dim 1, 0-d and 1-D tensors as columns."""
     ts = [t.reshape(-1, 1) if t.ndim <= 1 else t
           for t in _nonempty(tensors, "column_stack")]
-    return cat(ts, 1, out=out)
+    return cat(ts, 1)
 
 
 # --- split / chunk / unbind -----------------------------------------------------------------

@@ -61,33 +61,37 @@ def _check_input(t: Tensor, shape: tuple) -> None:
 class Mm(Op):
     node_name = "MmBackward0"
     saves = (0, 1)
+    save_for = ((1,), (0,))
 
     @staticmethod
     def forward(ctx, a, b):
+        ctx.layout = _column_major(a), _column_major(b)
         return a @ b
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
-        return _mm_grads(g, a, b, need[0], need[1])
+        return _mm_grads(g, a, b, need[0], need[1], ctx.layout)
 
 
-def _column_major(t: Tensor) -> bool:
-    f = t._data.flags
+def _column_major(a) -> bool:
+    f = a.flags
     return f.f_contiguous and not f.c_contiguous
 
 
-def _mm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> tuple:
-    """``g @ b.T`` and ``a.T @ g``, each laid out like its input, as torch's
-    mm_mat1_backward / mm_mat2_backward do. For nn.Linear's ``weight.t()`` (column-major) this
-    makes the weight's gradient C-contiguous after TBackward, so AccumulateGrad can keep it
-    without a copy."""
+def _mm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool,
+              layout: tuple = (False, False)) -> tuple:
+    """``g @ b.T`` and ``a.T @ g``, each laid out like its input (``layout``: whether a and b
+    were column-major), as torch's mm_mat1_backward / mm_mat2_backward do. For nn.Linear's
+    ``weight.t()`` (column-major) this makes the weight's gradient C-contiguous after
+    TBackward, so AccumulateGrad can keep it without a copy. Each input is saved only for the
+    other's gradient, so ``a`` may be None when only ``a`` needs one."""
     ga = gb = None
     if need_a:
-        ga = b.mm(g.t()).t() if _column_major(a) else g.mm(b.t())
+        ga = b.mm(g.t()).t() if layout[0] else g.mm(b.t())
     if need_b:
-        gb = g.t().mm(a).t() if _column_major(b) else a.t().mm(g)
+        gb = g.t().mm(a).t() if layout[1] else a.t().mm(g)
     return ga, gb
 
 
@@ -105,11 +109,15 @@ class _AddProduct(Op):
     gradients on tensors (``_grads``); the beta/alpha scaling lives here once."""
 
     saves = (1, 2)
+    save_for = ((2,), (1,))
     broadcasts = True
+    _layout = False  # whether backward needs the operands' layouts (``_mm_grads``)
 
     @classmethod
     def forward(cls, ctx, c, a, b, beta=1, alpha=1):
         ctx.beta, ctx.alpha = beta, alpha
+        if cls._layout:
+            ctx.layout = _column_major(a), _column_major(b)
         out = cls._product(a, b)
         if alpha != 1:
             out *= alpha
@@ -126,7 +134,8 @@ class _AddProduct(Op):
         gc = (g if ctx.beta == 1 else g * ctx.beta) if need[0] else None
         if ctx.alpha != 1:
             g = g * ctx.alpha
-        return (gc, *cls._grads(g, a, b, need[1], need[2]))
+        extra = (ctx.layout,) if cls._layout else ()
+        return (gc, *cls._grads(g, a, b, need[1], need[2], *extra))
 
 
 class Addmm(_AddProduct):
@@ -135,6 +144,7 @@ class Addmm(_AddProduct):
     node_name = "AddmmBackward0"
     _product = staticmethod(np.matmul)
     _grads = staticmethod(_mm_grads)
+    _layout = True
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
@@ -150,6 +160,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 class Dot(Op):
     node_name = "DotBackward0"
     saves = (0, 1)
+    save_for = ((1,), (0,))
 
     @staticmethod
     def forward(ctx, a, b):
@@ -195,6 +206,7 @@ def _mv_grads(g: Tensor, a: Tensor, v: Tensor, need_a: bool, need_v: bool) -> tu
 class Mv(Op):
     node_name = "MvBackward0"
     saves = (0, 1)
+    save_for = ((1,), (0,))
 
     @staticmethod
     def forward(ctx, a, v):
@@ -242,6 +254,7 @@ def _bmm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> t
 class Bmm(Op):
     node_name = "BmmBackward0"
     saves = (0, 1)
+    save_for = ((1,), (0,))
 
     @staticmethod
     def forward(ctx, a, b):
@@ -394,7 +407,7 @@ def inner(a: Tensor, b: Tensor) -> Tensor:
     return tensordot(a, b, ([-1], [-1]))
 
 
-def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """Contract ``dims`` (a count, or two lists of dims) of ``a`` with those of ``b``."""
     if isinstance(dims, int):
         if dims < 0:

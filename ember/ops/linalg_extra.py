@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -17,6 +18,15 @@ def _linalg():
     import ember.linalg
 
     return ember.linalg
+
+
+def _deprecated(msg: str) -> None:
+    """Warn at the user's line: the first caller outside ember (``torch.qr`` reaches here
+    through the out= wrapper, ``Tensor.qr`` directly)."""
+    frame, level = sys._getframe(2), 3
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(msg, UserWarning, stacklevel=level)
 
 
 def inverse(A: Tensor) -> Tensor:
@@ -54,24 +64,24 @@ def svd(A: Tensor, some: bool = True, compute_uv: bool = True):
 
 def qr(A: Tensor, some: bool = True):
     """Legacy ``torch.qr``: ``some`` picks reduced or complete mode."""
-    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a "
-                  "future PyTorch release.\nThe boolean parameter 'some' has been replaced with "
-                  "a string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with"
-                  "\nQ, R = torch.linalg.qr(A, 'reduced' if some else 'complete')",
-                  UserWarning, stacklevel=2)
+    _deprecated("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a "
+                "future PyTorch release.\nThe boolean parameter 'some' has been replaced with a "
+                "string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with\n"
+                "Q, R = torch.linalg.qr(A, 'reduced' if some else 'complete')")
     return return_types.qr(*_linalg().qr(A, "reduced" if some else "complete"))
 
 
 def cholesky(A: Tensor, upper: bool = False) -> Tensor:
     """Legacy ``torch.cholesky`` (CholeskyBackward0 in torch; here linalg's node)."""
-    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
-                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    _deprecated("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
+                "removed in a future PyTorch release.")
     return _linalg().cholesky(A, upper=upper)
 
 
 class LinalgCross(Op):
     node_name = "LinalgCrossBackward0"
     saves = (0, 1)
+    save_for = ((1,), (0,))  # each for the other's gradient
     broadcasts = True
 
     @staticmethod

@@ -2,15 +2,18 @@
 
 Each is one node with torch's ``grad_fn`` name; ``reduction`` ('none' | 'mean' | 'sum') is applied
 inside. Class weights, targets of nll and pos_weight are constants (torch gives them no grad).
+Each saves what torch's node saves (input, target, the weights given, nll's total weight).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.compiler.traced import capturing, check
 from ember.ops._promote import scalar
 from ember.ops.activation import LogSigmoid
 from ember.ops.pointwise import sigmoid, where
@@ -32,21 +35,27 @@ def _scaled(g: Tensor, ctx) -> Tensor:
     return g / ctx.n if ctx.reduction == "mean" else g
 
 
+def _targets_in_range(t: np.ndarray, n: int) -> None:
+    if t.min() < 0 or t.max() >= n:
+        raise IndexError(f"Target {int(t[(t < 0) | (t >= n)].flat[0])} is out of bounds.")
+
+
 class NllLoss(Op):
     """``-w[t] * x[n, t]`` picked along the class dim 1; mean divides by the total weight."""
 
     node_name = "NllLossBackward0"
+    saves = (0,)
 
     @staticmethod
     def forward(ctx, x, target=None, weight=None, reduction="mean", ignore_index=-100):
         xa = x if x.ndim > 1 else x[None]
         t = target if x.ndim > 1 else target.reshape(1)
         valid = t != ignore_index
-        all_valid = bool(valid.all())
+        # (under ember.compile's capture the general path: a replay cannot branch on data)
+        all_valid = not capturing() and bool(valid.all())
         tc = t if all_valid else np.where(valid, t, 0)
-        if tc.size and (tc.min() < 0 or tc.max() >= xa.shape[1]):
-            bad = (tc < 0) | (tc >= xa.shape[1])
-            raise IndexError(f"Target {int(tc[bad].flat[0])} is out of bounds.")
+        if tc.size:
+            check(_targets_in_range, tc, xa.shape[1])
         rows = np.arange(tc.shape[0], like=tc) if xa.ndim == 2 else None
         picked = xa[rows, tc] if rows is not None else \
             np.take_along_axis(xa, tc[:, None], axis=1)[:, 0]
@@ -57,12 +66,13 @@ class NllLoss(Op):
         else:
             w = None if all_valid else valid.astype(x.dtype)
         loss = -picked if w is None else -picked * w
+        denom = scalar(tc.size, x.dtype) if w is None else w.sum(dtype=x.dtype)
+        ctx.save_extra(target, *(() if weight is None else (weight,)), denom)
         if reduction == "mean":
-            denom = scalar(tc.size, x.dtype) if w is None else w.sum(dtype=x.dtype)
             neg = -w if w is not None else scalar(-1, x.dtype)
             # torch gives a zero gradient (and a nan loss) when every target is ignored.
-            coef = neg / denom if denom != 0 else np.zeros_like(neg)
             with np.errstate(invalid="ignore", divide="ignore"):
+                coef = np.where(denom != 0, neg / denom, 0).astype(x.dtype, copy=False)
                 out = loss.sum(dtype=x.dtype) / denom
         elif reduction == "sum":
             coef, out = (-w if w is not None else scalar(-1, x.dtype)), loss.sum(dtype=x.dtype)
@@ -164,9 +174,14 @@ class BinaryCrossEntropy(Op):
 
     @staticmethod
     def forward(ctx, x, t, weight=None, reduction="mean"):
-        if ((x < 0) | (x > 1)).any():
+        # Written so that NaN fails too, as torch's check does.
+        if not ((x >= 0) & (x <= 1)).all():
             raise RuntimeError("all elements of input should be between 0 and 1")
+        if not ((t >= 0) & (t <= 1)).all():
+            raise RuntimeError("all elements of target should be between 0 and 1")
         ctx.reduction, ctx.n, ctx.weight = reduction, x.size, weight
+        if weight is not None:
+            ctx.save_extra(weight)
         with np.errstate(divide="ignore"):
             loss = (t - 1) * np.maximum(np.log1p(-x), -100) - t * np.maximum(np.log(x), -100)
         if weight is not None:
@@ -175,7 +190,7 @@ class BinaryCrossEntropy(Op):
 
     @staticmethod
     def backward(ctx, g):
-        x, t = ctx.saved_tensors
+        x, t = ctx.saved_tensors[:2]
         g = _scaled(g, ctx)
         if ctx.weight is not None:
             g = g * Tensor._make(ctx.weight)
@@ -197,6 +212,7 @@ class BinaryCrossEntropyWithLogits(Op):
     @staticmethod
     def forward(ctx, x, t, weight=None, pos_weight=None, reduction="mean"):
         ctx.reduction, ctx.n, ctx.weight, ctx.pos_weight = reduction, x.size, weight, pos_weight
+        ctx.save_extra(*(a for a in (weight, pos_weight) if a is not None))
         sp = np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)  # softplus(-x), stable
         if pos_weight is not None:
             loss = (1 - t) * x + (1 + (pos_weight - 1) * t) * sp
@@ -208,7 +224,7 @@ class BinaryCrossEntropyWithLogits(Op):
 
     @staticmethod
     def backward(ctx, g):
-        x, t = ctx.saved_tensors
+        x, t = ctx.saved_tensors[:2]
         g = _scaled(g, ctx)
         if ctx.weight is not None:
             g = g * Tensor._make(ctx.weight)
@@ -221,3 +237,77 @@ class BinaryCrossEntropyWithLogits(Op):
         if need[1]:
             gt = g * (-x if pw is None else (1 - pw) * LogSigmoid.apply(x) - x)
         return gx, gt
+
+
+class SoftMarginLoss(Op):
+    """``log(1 + exp(-t * x))``; both inputs have a gradient, as in torch."""
+
+    node_name = "SoftMarginLossBackward0"
+    saves = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, t, reduction="mean"):
+        ctx.reduction, ctx.n = reduction, x.size
+        with np.errstate(over="ignore"):
+            return _reduce(np.log1p(np.exp(-t * x)), reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        g = _scaled(g, ctx)
+        z = (-t * x).exp()
+        s = g * z / (z + 1)
+        need = ctx.needs_input_grad
+        return (-t * s if need[0] else None), (-x * s if need[1] else None)
+
+
+def _margin_coef(x, n: int, c: int, t, weight):
+    """Per-(sample, class) weights of multi-margin terms, on ``x``'s device: the sample's
+    class weight, 0 at the target class itself, divided by the number of classes."""
+    xp = xp_of(x)
+    t = xp.asarray(t)
+    off = xp.full((n, c), 1.0 / c, dtype=x.dtype)
+    off[xp.arange(n), t] = 0
+    if weight is None:
+        return off
+    return off * xp.asarray(weight)[t][:, None].astype(x.dtype, copy=False)
+
+
+class MultiMarginLoss(Op):
+    """Multi-class hinge ``sum_{i != y} w[y] * max(0, margin - x[y] + x[i])^p / C`` per sample
+    (rows of a 2-D input, or a 1-D input as one sample)."""
+
+    node_name = "MultiMarginLossBackward0"
+    saves = (0,)
+
+    @staticmethod
+    def forward(ctx, x, target=None, weight=None, p=1, margin=1.0, reduction="mean"):
+        ctx.p, ctx.margin, ctx.reduction = p, margin, reduction
+        ctx.save_extra(target, *(() if weight is None else (weight,)))
+        x2 = x if x.ndim > 1 else x[None]
+        n, c = x2.shape
+        t = xp_of(x).asarray(target.reshape(-1))
+        z = np.maximum(x2 - x2[xp_of(x).arange(n), t][:, None] + scalar(margin, x.dtype), 0)
+        loss = ((z * z if p == 2 else z) * _margin_coef(x, n, c, t, weight)).sum(1)
+        ctx.n = n
+        return _reduce(loss.reshape(target.shape) if x.ndim == 1 else loss, reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, target, *w = ctx.saved_tensors
+        x2 = x if x.ndim > 1 else x.unsqueeze(0)
+        n, c = x2.shape
+        t = target._data.reshape(-1)
+        rows = np.arange(n)
+        h = x2 - x2[rows, t].unsqueeze(1) + ctx.margin
+        coef = _margin_coef(x._data, n, c, t, w[0]._data if w else None)
+        coef = Tensor._make(coef * (h._data > 0))
+        if ctx.p == 2:
+            coef = coef * h * 2
+        g = _scaled(g, ctx)
+        terms = coef * (g.reshape(n, 1) if ctx.reduction == "none" else g)
+        xp = xp_of(x._data)
+        onehot = xp.zeros((n, c), dtype=x._data.dtype)
+        onehot[xp.arange(n), xp.asarray(t)] = 1
+        gx = terms - Tensor._make(onehot) * terms.sum(1, keepdim=True)
+        return gx.reshape(x.shape)

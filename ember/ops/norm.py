@@ -38,12 +38,17 @@ def _psum(t: Tensor, dims: tuple) -> Tensor:
 
 
 class _Norm(Op):
-    """Shared forward/backward; subclasses only carry torch's node names."""
+    """Shared forward/backward; subclasses carry torch's node names and what it saves.
+
+    Saved, as torch: the input, the affine parameters the caller gave (``saves``, set per call
+    by ``norm_apply``: batch and group norm save the weight, layer norm the bias too), the
+    running statistics if given (``running``), then the batch mean and inverse std (empty in
+    eval mode, where backward derives them from the running statistics)."""
 
     saves = (0, 1)
 
     @staticmethod
-    def forward(ctx, x, w, b, geom=None, eps=1e-5, stats=None):
+    def forward(ctx, x, w, b, geom=None, eps=1e-5, stats=None, running=None):
         gshape, sdims, ashape, _ = geom
         xg = x.reshape(gshape) if gshape else x
         if stats is None:
@@ -60,31 +65,41 @@ class _Norm(Op):
             y = y.reshape(x.shape)
             y *= w.reshape(ashape)
         y += b.reshape(ashape)
-        ctx.geom, ctx.eps, ctx.fixed = geom, eps, stats is not None
-        ctx.mean, ctx.invstd = mean, invstd
+        ctx.geom, ctx.eps, ctx.fixed, ctx.pshape = geom, eps, stats is not None, w.shape
+        if stats is None:
+            ctx.save_extra(*running or (), mean, invstd)
+        else:
+            empty = x[:0].reshape(0)
+            ctx.save_extra(*running, empty, empty)
         return y, mean.reshape(-1), var.reshape(-1)
 
-    @staticmethod
-    def backward(ctx, g, _gm=None, _gv=None):
-        x, w = ctx.saved_tensors
+    @classmethod
+    def backward(cls, ctx, g, _gm=None, _gv=None):
+        saved = ctx.saved_tensors
+        x, w = saved[0], saved[1] if 1 in cls.saves else None
         need = ctx.needs_input_grad
         gshape, sdims, ashape, pdims = ctx.geom
         xg = x.reshape(gshape) if gshape else x
+        if ctx.fixed:
+            mean = saved[-4]._data.reshape(ashape)
+            invstd = 1.0 / np.sqrt(saved[-3]._data.reshape(ashape) + scalar(ctx.eps, x._data.dtype))
+        else:
+            mean, invstd = saved[-2]._data, saved[-1]._data
         if not STATE.enabled and not ctx.fixed and gshape is None and sdims == pdims:
-            return _batch_norm_backward_fast(ctx, g, x, w, need)
+            return _batch_norm_backward_fast(ctx, g, x, w, mean, invstd, need)
         if STATE.enabled and not ctx.fixed:
             mean = xg.mean(sdims, keepdim=True)
             xc = xg - mean
             invstd = ((xc * xc).mean(sdims, keepdim=True) + ctx.eps) ** -0.5
         else:
-            mean, invstd = Tensor._make(ctx.mean), Tensor._make(ctx.invstd)
+            mean, invstd = Tensor._make(mean), Tensor._make(invstd)
             xc = xg - mean
         xhat = (xc * invstd).reshape(x.shape)
-        gw = _psum(g * xhat, pdims).reshape(w.shape) if need[1] else None
-        gb = _psum(g, pdims).reshape(w.shape) if need[2] else None
+        gw = _psum(g * xhat, pdims).reshape(ctx.pshape) if need[1] else None
+        gb = _psum(g, pdims).reshape(ctx.pshape) if need[2] else None
         gx = None
         if need[0]:
-            gh = g * w.reshape(ashape)
+            gh = g * w.reshape(ashape) if w is not None else g
             if ctx.fixed:
                 gx = gh * invstd.reshape(ashape)
             else:
@@ -96,20 +111,21 @@ class _Norm(Op):
         return gx, gw, gb
 
 
-def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor, need) -> tuple:
+def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor | None, mean, invstd,
+                              need) -> tuple:
     """First-order batch-norm backward with per-channel coefficients (fewer passes):
     ``gx = a * g + (k * x + c)``. Only used without create_graph (statistics are constants),
     so it runs on arrays, reusing one full-size buffer."""
     _, dims, ashape, _ = ctx.geom
-    gd, xd, mean, invstd = g._data, x._data, ctx.mean, ctx.invstd
-    m = max(xd.size // w._data.size, 1)
+    gd, xd = g._data, x._data
+    m = max(xd.size // invstd.size, 1)
     sum_g = gd.sum(dims, keepdims=True)
     buf = xd - mean
     buf *= gd
     sum_gxhat = buf.sum(dims, keepdims=True) * invstd
     gx = None
     if need[0]:
-        a = w._data.reshape(ashape) * invstd
+        a = w._data.reshape(ashape) * invstd if w is not None else invstd
         k = a * invstd * sum_gxhat * (-1.0 / m)
         c = a * sum_g * (-1.0 / m) - k * mean
         np.multiply(xd, k, out=buf)
@@ -117,30 +133,49 @@ def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor, need) -> tup
         out = gd * a
         out += buf
         gx = Tensor._make(out)
-    gw = Tensor._make(sum_gxhat.reshape(w.shape)) if need[1] else None
-    gb = Tensor._make(sum_g.reshape(w.shape)) if need[2] else None
+    gw = Tensor._make(sum_gxhat.reshape(ctx.pshape)) if need[1] else None
+    gb = Tensor._make(sum_g.reshape(ctx.pshape)) if need[2] else None
     return gx, gw, gb
 
 
 class NativeBatchNorm(_Norm):
     node_name = "NativeBatchNormBackward0"
+    saves_bias = False
 
 
 class NativeLayerNorm(_Norm):
     node_name = "NativeLayerNormBackward0"
+    saves_bias = True
 
 
 class NativeGroupNorm(_Norm):
     node_name = "NativeGroupNormBackward0"
+    saves_bias = False
 
 
 def norm_apply(op, x: Tensor, weight, bias, geom: tuple, eps: float, pshape: tuple,
-               stats=None):
+               stats=None, running=None):
     """Call a norm primitive; missing affine parameters (of shape ``pshape``) act as ones and
-    zeros. Returns (y, mean, biased var), the statistics flat."""
+    zeros, and are not saved. ``running``: the running statistics' arrays, if any (saved for
+    backward, as torch). Returns (y, mean, biased var), the statistics flat."""
     shape = tuple(pshape)
+    saves = (0,) + ((1,) if weight is not None else ()) + \
+        ((2,) if bias is not None and op.saves_bias else ())
     if weight is None:
         weight = Tensor._make(xp_of(x._data).ones(shape, dtype=x._data.dtype))
     if bias is None:
         bias = Tensor._make(np.zeros(shape, dtype=x._data.dtype, like=x._data))
-    return op.apply(x, weight, bias, geom=geom, eps=eps, stats=stats)
+    return _saving(op, saves).apply(x, weight, bias, geom=geom, eps=eps, stats=stats,
+                                    running=running)
+
+
+def _saving(op: type, saves: tuple) -> type:
+    """``op`` saving the inputs ``saves`` (the affine parameters the caller gave)."""
+    key = (op, saves)
+    if key not in _SAVING:
+        _SAVING[key] = type(op.__name__, (op,), {"saves": saves, "node_name": op.node_name,
+                                                 "__module__": op.__module__})
+    return _SAVING[key]
+
+
+_SAVING: dict = {}

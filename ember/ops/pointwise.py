@@ -16,7 +16,7 @@ from ember._creation import zeros_like
 from ember._tensor import Tensor
 from ember.autograd.function import Op, OpNode
 from ember.ops._common import elementwise_op, float_unary, keep_where, quiet
-from ember.ops._promote import binary_args, scalar
+from ember.ops._promote import binary_args, check_broadcast, scalar
 from ember.ops.memory_overlap import is_dense
 
 
@@ -142,6 +142,7 @@ class Mul(Op):
     node_name = "MulBackward0"
     broadcasts = True
     saves = (0, 1)
+    save_for = ((1,), (0,))  # self for other's gradient, other for self's
 
     @staticmethod
     def forward(ctx, a, b):
@@ -158,6 +159,7 @@ class Div(Op):
     node_name = "DivBackward0"
     broadcasts = True
     saves = (0, 1)
+    save_for = ((1,), (0, 1))
 
     @staticmethod
     def forward(ctx, a, b):
@@ -194,6 +196,8 @@ class DivRounding(Op):
 
     node_name = "DivBackward2"
     broadcasts = True
+    saves = (0, 1)
+    save_for = ((1,), None)  # torch saves them for the (zero) gradient formulas
 
     @staticmethod
     def forward(ctx, a, b, mode="floor"):
@@ -237,6 +241,7 @@ Neg = elementwise_op("Neg", np.negative, lambda g: -g)
 
 
 def _check_alpha(a: Tensor, alpha) -> None:
+    _dtype.check_int64(alpha, a.dtype)
     if alpha != 1 and not a.dtype.is_floating_point:
         if isinstance(alpha, float):
             raise RuntimeError("For integral input tensors, argument alpha must not be a floating"
@@ -361,9 +366,12 @@ def _lhs_tensor(a, b):
 
 
 def _sigmoid(x):
-    # exp of a non-positive number never overflows: split by sign for stability.
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    """1 / (1 + exp(-x)), as torch: where exp overflows the answer is 0, as it should be."""
+    e = np.negative(x, out=np.empty_like(x))  # an array even for 0-d x
+    with np.errstate(over="ignore"):
+        np.exp(e, out=e)
+    e += 1
+    return np.reciprocal(e, out=e)
 
 
 # One line per op (see ember/ops/_common.py): the NumPy forward, then the gradient formula.
@@ -417,7 +425,7 @@ class Where(Op):
 
     @staticmethod
     def forward(ctx, a, b, cond=None):
-        ctx.cond = cond
+        ctx.save_extra(cond)  # torch saves the condition, an input without a gradient
         if a.shape != cond.shape or b.shape != cond.shape:
             # The condition may broadcast a and b even where their shapes agree: the engine
             # sums each gradient back to its input's shape.
@@ -426,7 +434,7 @@ class Where(Op):
 
     @staticmethod
     def backward(ctx, g):
-        c = Tensor._make(ctx.cond)
+        (c,) = ctx.saved_tensors
         zero = g.new_zeros(())
         need = ctx.needs_input_grad
         return (where(c, g, zero) if need[0] else None), (where(c, zero, g) if need[1] else None)
@@ -444,15 +452,19 @@ def where(condition: Tensor, input=None, other=None) -> Tensor:
 
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {_CNAME[_dtype.from_numpy_dtype(cond.dtype).name]}")
+    shape = cond.shape
+    for t in (input, other):  # torch's order: the shape so far is "tensor a"
+        if isinstance(t, Tensor) and t._data.shape != shape:
+            check_broadcast(shape, t._data.shape)
+            shape = np.broadcast_shapes(shape, t._data.shape)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         dt = _dtype.result_type((), (input, other))
         a, b = Tensor._make(np.array(input, dt.np)), Tensor._make(np.array(other, dt.np))
     else:
         a, b = _lhs_tensor(input, other)
         a, b = binary_args(a, b)
-    from ember.ops.shape import broadcast_shapes  # torch's error where shapes do not broadcast
-
-    shape = tuple(broadcast_shapes(cond.shape, a._data.shape, b._data.shape))
+    for v in (input, other):
+        _dtype.check_int64(v, a.dtype)
     if cond.shape != shape:
         cond = np.broadcast_to(cond, shape)
     return Where.apply(a, b, cond=cond)

@@ -79,6 +79,7 @@ class LerpT(Op):
     node_name = "LerpBackward1"
     broadcasts = True
     saves = (0, 1, 2)
+    save_for = ((2,), (2,), None)
 
     @staticmethod
     def forward(ctx, a, b, w):
@@ -127,6 +128,7 @@ class Addcmul(Op):
     node_name = "AddcmulBackward0"
     broadcasts = True
     saves = (1, 2)
+    save_for = ((2,), (1,))
 
     @staticmethod
     def forward(ctx, x, t1, t2, value=1):
@@ -145,6 +147,7 @@ class Addcdiv(Op):
     node_name = "AddcdivBackward0"
     broadcasts = True
     saves = (1, 2)
+    save_for = ((2,), None)
 
     @staticmethod
     def forward(ctx, x, t1, t2, value=1):

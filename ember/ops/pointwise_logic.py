@@ -40,11 +40,13 @@ gt, _gt = _compare(np.greater, "gt")
 ge, _ge = _compare(np.greater_equal, "ge")
 
 
-def _bitwise(ufunc, kernel: str, name: str):
+def _bitwise(ufunc, kernel: str, name: str, bools: bool = True):
+    """``bools``: whether torch has the kernel for bool (and/or/xor do, shifts do not; NumPy
+    would shift bools as int8)."""
     def fn(a, b) -> Tensor:
         a, b = _lhs_tensor(a, b)
         a, b = binary_args(a, b)
-        if a.dtype.is_floating_point:
+        if a.dtype.is_floating_point or (not bools and a.dtype is _dtype.bool_):
             raise not_for(kernel, a.dtype)
         return Tensor._make(ufunc(a._data, b._data))
     fn.__name__ = name
@@ -54,8 +56,8 @@ def _bitwise(ufunc, kernel: str, name: str):
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and_cpu", "bitwise_and")
 bitwise_or = _bitwise(np.bitwise_or, "bitwise_or_cpu", "bitwise_or")
 bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor_cpu", "bitwise_xor")
-bitwise_left_shift = _bitwise(np.left_shift, "lshift_cpu", "bitwise_left_shift")
-bitwise_right_shift = _bitwise(np.right_shift, "rshift_cpu", "bitwise_right_shift")
+bitwise_left_shift = _bitwise(np.left_shift, "lshift_cpu", "bitwise_left_shift", bools=False)
+bitwise_right_shift = _bitwise(np.right_shift, "rshift_cpu", "bitwise_right_shift", bools=False)
 
 
 def bitwise_not(x: Tensor) -> Tensor:

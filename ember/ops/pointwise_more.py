@@ -9,6 +9,7 @@ from ember import _dtype
 from ember._creation import zeros_like
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.compiler.traced import check
 from ember.ops._common import elementwise_op, public, quiet
 from ember.ops._promote import binary_args, cast, const, scalar
 from ember.ops.pointwise import NotDifferentiable, _lhs_tensor, where
@@ -25,7 +26,12 @@ def not_for(kernel: str, dt: _dtype.dtype) -> NotImplementedError:
 
 
 def _check_int_zero(b: Tensor) -> None:
-    if not b.dtype.is_floating_point and not np.all(b._data):
+    if not b.dtype.is_floating_point:
+        check(_no_zero, b._data)
+
+
+def _no_zero(a: np.ndarray) -> None:
+    if not np.all(a):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -82,6 +88,7 @@ class Remainder(Op):
     node_name = "RemainderBackward1"
     broadcasts = True
     saves = (0, 1)
+    save_for = ((1,), (1,))  # both only for other's gradient
     fn = staticmethod(_remainder)
     rounding_mode = "floor"
 
@@ -151,7 +158,7 @@ def fmod(a, b) -> Tensor:
 
 def _zero_grad(g: Tensor) -> Tensor:
     """The gradient of a piecewise-constant op (floor, sign, ...): zeros, with no history (even
-    under create_graph), as torch's zeros_like(grad)."""
+    under create_graph) and even where ``g`` is inf or NaN, as torch's zeros_like(grad)."""
     return zeros_like(g)
 
 
@@ -372,6 +379,8 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         hi = cast(max, dt) if max is not None else const(0, dt)
         return ClampT.apply(x, lo, hi, has_lo=min is not None, has_hi=max is not None)
     dt = _dtype.result_type((x,), tuple(v for v in (min, max) if v is not None))
+    for v in (min, max):
+        _dtype.check_int64(v, dt)
     # torch records ClampBackward1 for clamp(min=...) and clamp(max=...) alike.
     return Clamp.apply(cast(x, dt), lo=min, hi=max)
 

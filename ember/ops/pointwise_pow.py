@@ -9,7 +9,7 @@ from ember import _dtype
 from ember._creation import zeros_like
 from ember._tensor import Tensor
 from ember.autograd.function import Op
-from ember.ops._promote import binary_args, cast, scalar
+from ember.ops._promote import binary_args, cast, check_int, scalar
 from ember.ops.pointwise import where
 
 
@@ -18,7 +18,7 @@ def _int_pow(a, b):
     neg = b < 0
     if not np.any(neg):
         return np.power(a, b)
-    r = np.power(a, np.abs(b))
+    r = np.power(a, np.where(neg, 0, b))  # (|int64 min| is not an int64)
     unit = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
     return np.where(neg, unit, r).astype(r.dtype)
 
@@ -104,11 +104,14 @@ def pow(a, b) -> Tensor:
                             f"({type(a).__name__}, {type(b).__name__})")
         return rpow(b, a)
     if not isinstance(b, Tensor):
+        check_int(b)
         dt = _dtype.result_type((a,), (b,))
         if dt is _dtype.bool_:  # bool ** True is the tensor, bool ** False is all True
             return Tensor._make(a._data.copy() if b else np.ones_like(a._data))
         if not dt.is_floating_point and b < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if not dt.is_floating_point and b > 0x7FFFFFFFFFFFFFFF:
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
         return PowScalar.apply(cast(a, dt), exponent=b)
     a, b = binary_args(a, b)
     _check_bool(a.dtype)

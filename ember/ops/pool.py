@@ -16,6 +16,7 @@ import numpy as np
 
 from ember._backend import add_at, on_device_of, xp_of
 from ember.autograd.function import Op
+from ember.compiler.traced import capturing
 from ember.ops._common import UINT_OF_SIZE, keep_where, variant
 from ember.ops._promote import scalar
 
@@ -89,7 +90,7 @@ def _first_argmax(views: list, best: np.ndarray, small: type) -> np.ndarray:
     for v in views[1:-1]:
         differs &= v != best
         arg += differs
-    if best.dtype.kind == "f" and np.isnan(best).any():
+    if best.dtype.kind == "f" and (capturing() or np.isnan(best).any()):
         for k, v in enumerate(views):  # torch: NaN wins, the last one in the window
             np.copyto(arg, k, where=v != v)
     return arg
@@ -116,7 +117,7 @@ def _max_pool(x, ksize, stride, pad, dil, osize):
     for v in views[2:]:
         np.maximum(best, v, out=best)
     arg = _first_argmax(views, best, np.int8 if len(views) < 128 else np.int64)
-    if xp is not x and (best == fill).any():
+    if xp is not x and (capturing() or (best == fill).any()):
         # A window whose input values all equal the padding's fill: torch's index is its first
         # tap inside the input, never the padding.
         taps = list(np.ndindex(*ksize))
@@ -166,26 +167,32 @@ def _gather(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.take_along_axis(_planes(x), _planes(idx), axis=1).reshape(idx.shape)
 
 
-def _scatter_back(ctx, g, unique: bool):
-    """``g`` scattered back into the input's shape at node ``ctx``'s indices, under torch's
-    name for the gradient of that node."""
-    return variant(IndexScatter, _grad_name(ctx)).apply(g, idx=ctx.idx, shape=ctx.shape,
+def _scatter_back(ctx, g, idx, unique: bool):
+    """``g`` scattered back into the input's shape at indices ``idx`` (a saved tensor) of
+    node ``ctx``, under torch's name for the gradient of that node."""
+    return variant(IndexScatter, _grad_name(ctx)).apply(g, idx=idx._data, shape=ctx.shape,
                                                         unique=unique)
+
+
+# Saved as torch: max pooling keeps its input and indices, the scatter of its gradient (and
+# max unpooling) the indices, average pooling its input.
 
 
 class MaxPool(Op):
     node_name = "MaxPool{}DWithIndicesBackward0"
+    saves = (0,)
+    saves_output = (1,)
 
     @staticmethod
     def forward(ctx, x, ksize=(), stride=(), pad=(), dil=(), osize=()):
         out, idx = _max_pool(x, ksize, stride, pad, dil, osize)
-        ctx.idx, ctx.shape = idx, x.shape
+        ctx.shape = x.shape
         ctx.unique = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dil, ksize))
         return out, idx
 
     @staticmethod
     def backward(ctx, g, _gidx=None):
-        return _scatter_back(ctx, g, ctx.unique)
+        return _scatter_back(ctx, g, ctx.saved_tensors[1], ctx.unique)
 
 
 class IndexScatter(Op):
@@ -196,25 +203,30 @@ class IndexScatter(Op):
 
     @staticmethod
     def forward(ctx, g, idx=None, shape=None, unique=False):
-        ctx.idx = idx
+        ctx.save_extra(idx)
         return _scatter(g, idx, shape, unique)
 
     @staticmethod
     def backward(ctx, gg):
-        return IndexGather.apply(gg, idx=ctx.idx)
+        return IndexGather.apply(gg, idx=ctx.saved_tensors[0]._data)
 
 
 class IndexGather(Op):
+    """The gather of a gradient at pooling indices; saves its input and the indices, as
+    torch's gather."""
+
     node_name = "IndexGatherBackward0"
+    saves = (0,)
 
     @staticmethod
     def forward(ctx, x, idx=None):
-        ctx.idx, ctx.shape = idx, x.shape
+        ctx.shape = x.shape
+        ctx.save_extra(idx)
         return _gather(x, idx)
 
     @staticmethod
     def backward(ctx, g):
-        return _scatter_back(ctx, g, False)
+        return _scatter_back(ctx, g, ctx.saved_tensors[1], False)
 
 
 def _adaptive_bounds(n: int, o: int) -> tuple:
@@ -231,13 +243,16 @@ def _adaptive_index(n: int, o: int) -> np.ndarray:
 
 class AdaptiveMaxPool(Op):
     node_name = "AdaptiveMaxPool{}DBackward0"
+    saves = (0,)
+    saves_output = (1,)
 
     @staticmethod
     def forward(ctx, x, osize=()):
         n, c, *size = x.shape
+        ctx.shape = x.shape
         if 0 in osize:  # no windows: nothing to take a maximum of
-            ctx.idx, ctx.shape = np.zeros((n, c, *osize), dtype=np.int64, like=x), x.shape
-            return np.zeros((n, c, *osize), dtype=x.dtype, like=x), ctx.idx
+            return np.zeros((n, c, *osize), dtype=x.dtype, like=x), \
+                np.zeros((n, c, *osize), dtype=np.int64, like=x)
         nd = len(size)
         pos = [on_device_of(x, _adaptive_index(s, o)) for s, o in zip(size, osize)]
         # Dim d's (o_d, k_d) positions index axes (2d, 2d + 1) of an (o1, k1, o2, k2, ...) grid.
@@ -250,12 +265,11 @@ class AdaptiveMaxPool(Op):
         coords = [p[_axis(np.arange(o, like=p), d, nd), off]
                   for d, (p, o, off) in enumerate(zip(pos, osize, _unravel(arg, kmax)))]
         idx = _ravel(coords, size)
-        ctx.idx, ctx.shape = idx, x.shape
         return _gather(x, idx), idx
 
     @staticmethod
     def backward(ctx, g, _gidx=None):
-        return _scatter_back(ctx, g, False)
+        return _scatter_back(ctx, g, ctx.saved_tensors[1], False)
 
 
 # --- average pooling -----------------------------------------------------------------------
@@ -282,6 +296,7 @@ def _avg_scale(geom, shape, dtype) -> np.ndarray:
 
 class AvgPool(Op):
     node_name = "AvgPool{}DBackward0"
+    saves = (0,)  # torch saves the input (backward needs only its shape)
 
     @staticmethod
     def forward(ctx, x, geom=None):
@@ -336,6 +351,7 @@ class AdaptiveAvgPool(Op):
     """Adaptive average pooling is linear and separable: one averaging matrix per dim."""
 
     node_name = "AdaptiveAvgPool{}DBackward0"
+    saves = (0,)  # torch saves the input (backward needs only its shape)
 
     @staticmethod
     def forward(ctx, x, osize=()):
@@ -388,6 +404,14 @@ class Resample(Op):
 
 class ResampleAdjoint(Resample):
     node_name = "ResampleBackwardBackward0"
+
+
+class PadResample(Resample):
+    """Reflection and replication padding: torch saves their input (interpolation saves
+    nothing)."""
+
+    node_name = "PadResampleBackward0"
+    saves = (0,)
 
 
 def gather_matrix(idx: np.ndarray, n: int) -> np.ndarray:

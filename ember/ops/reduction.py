@@ -18,6 +18,7 @@ from ember._backend import xp_of
 from ember._creation import ones_like
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.compiler.traced import capturing
 from ember.ops._common import c_order
 from ember.ops.pointwise import DivScalar, where
 
@@ -134,9 +135,12 @@ class MeanDim(Mean):
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     dt = _dtype.to_dtype(dtype) if dtype is not None else x.dtype
     if not dt.is_floating_point:
+        from ember.ops.pointwise_more import _CNAME
+
+        which = "Optional" if dtype is not None else "Input"
         raise RuntimeError(
-            "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {x.dtype.name.capitalize()}")
+            f"mean(): could not infer output dtype. {which} dtype must be either a floating point "
+            f"or complex dtype. Got: {_CNAME[dt.name]}")
     if dim is None:
         return Mean.apply(x, dims=None, keepdim=False, dtype=dt)
     return MeanDim.apply(x, dims=norm_dims(dim, x.ndim), keepdim=keepdim, dtype=dt)
@@ -144,17 +148,18 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 
 class Nansum(Op):
     node_name = "NansumBackward0"
+    saves = (0,)
 
     @staticmethod
     def forward(ctx, x, dims=None, keepdim=False, dtype=None):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        ctx.nan = np.isnan(x) if x.dtype.kind == "f" else None
         return np.nansum(x, axis=dims, keepdims=keepdim, dtype=dtype.np)
 
     @staticmethod
     def backward(ctx, g):
+        (x,) = ctx.saved_tensors
         g = unsqueeze_to(g, ctx.shape, ctx.dims, ctx.keepdim).expand(ctx.shape)
-        return where(Tensor._make(ctx.nan), 0.0, g)
+        return where(x.isnan(), 0.0, g)
 
 
 def nansum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -193,10 +198,11 @@ class Prod(Op):
         g = unsqueeze_to(g, x.shape, dims, ctx.keepdim)
         out = unsqueeze_to(out, x.shape, dims, ctx.keepdim)
         zero = x._data == 0
-        if not zero.any():
-            return g * (out / x)  # torch: grad * (result / input)
-        if reduced_size(x.shape, dims) == 1:  # torch: grad * ones (the others' product)
-            return g * ones_like(x)
+        if not capturing():  # (ember.compile replays the general path)
+            if not zero.any():
+                return g * (out / x)  # torch: grad * (result / input)
+            if reduced_size(x.shape, dims) == 1:  # torch: grad * ones (the others' product)
+                return g * ones_like(x)
         # With zeros, d prod / d x_k = prod of the others: nonzero only where a slice has at
         # most one zero. Written so that it stays differentiable (for gradgrad).
         z = Tensor._make(zero)
@@ -313,6 +319,7 @@ def _var_mean_grad(ctx, x: Tensor, gv, gm):
 class StdMean(Op):
     node_name = "StdMeanBackward0"
     saves = (0,)
+    saves_output = (0,)  # the std, as torch
 
     @staticmethod
     def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
@@ -321,10 +328,8 @@ class StdMean(Op):
 
     @staticmethod
     def backward(ctx, gs, gm):
-        (x,) = ctx.saved_tensors
+        x, std = ctx.saved_tensors
         if gs is not None:
-            # std is recomputed from x so that this backward is itself differentiable.
-            std = x.std(ctx.dims, keepdim=ctx.keepdim, correction=ctx.correction)
             gs = _std_to_var_grad(gs, std)
         return _var_mean_grad(ctx, x, gs, gm)
 

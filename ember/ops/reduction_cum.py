@@ -183,6 +183,8 @@ def logcumsumexp(x: Tensor, dim: int) -> Tensor:
 
 
 class _CumExtreme(Op):
+    saves = (0,)  # torch saves self and the indices
+    saves_output = (1,)
     fn = None
 
     @classmethod
@@ -198,14 +200,14 @@ class _CumExtreme(Op):
         if x.dtype.kind == "f":
             hit |= np.isnan(x)
         idx = accumulate(np.maximum, np.where(hit, pos, 0), dim)
-        ctx.idx = idx
         return vals, idx.astype(np.int64)
 
     @staticmethod
     def backward(ctx, g, _gi=None):
-        if ctx.idx is None:
+        _, idx = ctx.saved_tensors
+        if ctx.dim is None:
             return g
-        return put_along(g, ctx.idx, ctx.dim, ctx.shape, accumulate=True)
+        return put_along(g, idx._data, ctx.dim, ctx.shape, accumulate=True)
 
 
 class Cummax(_CumExtreme):

@@ -73,7 +73,7 @@ class _ExtremeDim(_Selection):
             return scalar_selection(ctx, x)
         # Cheaper than gathering at the indices; both pick the first NaN, if any.
         idx = cls.argfn(x, axis=dim, keepdims=True)
-        ctx.idx, ctx.dim, ctx.shape, ctx.keepdim = idx, dim, x.shape, keepdim
+        ctx.dim, ctx.shape, ctx.keepdim = dim, x.shape, keepdim
         vals = cls.valfn(x, axis=dim, keepdims=keepdim)
         return c_order(vals), c_order(idx if keepdim else idx.squeeze(dim))
 
@@ -90,8 +90,10 @@ class MinDim(_ExtremeDim):
 
 def _empty_error(name: str, x: Tensor, exc=RuntimeError) -> None:
     if x._data.size == 0:
-        raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
-                  "Specify the reduction dim with the 'dim' argument.")
+        hint = "" if exc is IndexError else \
+            " Specify the reduction dim with the 'dim' argument."  # argmax/argmin have none
+        raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+                  + hint)
 
 
 def _check_dim_size(name: str, x: Tensor, d: int) -> None:
@@ -200,21 +202,20 @@ argmin = _arg_reduce("argmin", np.argmin)
 class Aminmax(Op):
     node_name = "AminmaxBackward0"
     saves = (0,)
+    saves_output = (0, 1)
 
     @staticmethod
     def forward(ctx, x, dims=(), keepdim=False):
         ctx.dims, ctx.keepdim = dims, keepdim
-        ctx.lo = np.min(x, axis=dims, keepdims=keepdim)
-        ctx.hi = np.max(x, axis=dims, keepdims=keepdim)
-        return ctx.lo, ctx.hi
+        return np.min(x, axis=dims, keepdims=keepdim), np.max(x, axis=dims, keepdims=keepdim)
 
     @staticmethod
     def backward(ctx, g_lo, g_hi):
-        (x,) = ctx.saved_tensors
+        x, lo, hi = ctx.saved_tensors
         total = None
-        for g, out in ((g_lo, ctx.lo), (g_hi, ctx.hi)):
+        for g, out in ((g_lo, lo), (g_hi, hi)):
             if g is not None:
-                gx = evenly_distribute(g, x, Tensor._make(out), ctx.dims, ctx.keepdim)
+                gx = evenly_distribute(g, x, out, ctx.dims, ctx.keepdim)
                 total = gx if total is None else total + gx
         return total
 

@@ -9,6 +9,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.compiler.traced import capturing
 from ember.ops._common import c_order
 from ember.ops.pointwise import where
 from ember.ops.reduction import norm_dims, numpy_aliases, unsqueeze_to
@@ -57,7 +58,7 @@ def norm_backward(x: Tensor, out: Tensor, g: Tensor, p: float, dims: tuple) -> T
     if p == 0:
         return (g * 0.0).expand(x.shape)
     if p == 2:
-        if np.all(out._data != 0):  # the common case: no masking needed
+        if not capturing() and np.all(out._data != 0):  # the common case: no masking needed
             return x * (g / out)
         return g * where(out == 0, 0.0, x / out)
     sign = Tensor._make(np.sign(x._data))
@@ -184,6 +185,31 @@ def dist(a: Tensor, b: Tensor, p: float = 2) -> Tensor:
 
     a, b = binary_args(a, b)
     return Dist.apply(a, b, p=float(p))
+
+
+class Pdist(Op):
+    """p-norm distances between all pairs of rows ``i < j`` of a 2-D input, in row-major
+    order: one node saving the input and the result, as torch's."""
+
+    node_name = "PdistBackward0"
+    saves = (0,)
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x, p=2.0):
+        ctx.p = p
+        i, j = np.triu_indices(x.shape[0], 1)
+        return p_norm(x[i] - x[j], p, (1,))
+
+    @staticmethod
+    def backward(ctx, g):
+        from ember.ops.indexing_ops import index_add
+
+        x, out = ctx.saved_tensors
+        i, j = np.triu_indices(x.shape[0], 1)
+        gd = norm_backward(x[i] - x[j], out.unsqueeze(1), g.unsqueeze(1), ctx.p, (1,))
+        zeros = x.new_zeros(x.shape)
+        return index_add(index_add(zeros, 0, Tensor._make(i), gd), 0, Tensor._make(j), -gd)
 
 
 METHODS = numpy_aliases({"norm": norm, "dist": dist})

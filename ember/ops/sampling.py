@@ -47,22 +47,33 @@ def _without_replacement(p: np.ndarray, n: int, generator) -> np.ndarray:
 
 def _with_replacement(p: np.ndarray, n: int, generator) -> np.ndarray:
     rows = p.reshape(-1, p.shape[-1])
-    out = np.empty((rows.shape[0], n), dtype=np.int64)
-    for i, row in enumerate(rows):
-        if (row < 0).any():
-            raise RuntimeError("invalid multinomial distribution (encountering probability "
-                               "entry < 0)")
-        if not np.isfinite(row).all():
-            raise RuntimeError("invalid multinomial distribution (encountering probability "
-                               "entry = infinity or NaN)")
-        cum = np.cumsum(row, dtype=row.dtype)  # accumulated in order, in the row's dtype
-        if not cum[-1] > 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        cum /= cum[-1]
-        cum[-1] = 1
-        u = double_uniform_sample((n,), generator)
-        out[i] = np.searchsorted(cum.astype(np.float64), u, side="left")
-    return out.reshape(p.shape[:-1] + (n,))
+    cum = np.cumsum(rows, axis=-1, dtype=rows.dtype)  # accumulated in order, in the row's dtype
+    checks = (((rows < 0).any(-1), "encountering probability entry < 0"),
+              (~np.isfinite(rows).all(-1), "encountering probability entry = infinity or NaN"),
+              (~(cum[:, -1] > 0), "sum of probabilities <= 0"))
+    bad = checks[0][0] | checks[1][0] | checks[2][0]
+    if bad.any():  # torch checks row by row, drawing each row's samples before the next check
+        r = int(bad.argmax())
+        double_uniform_sample((r * n,), generator)
+        why = next(msg for fails, msg in checks if fails[r])
+        raise RuntimeError(f"invalid multinomial distribution ({why})")
+    cum /= cum[:, -1:]
+    cum[:, -1] = 1
+    u = double_uniform_sample((rows.shape[0], n), generator)
+    return _first_at_or_above(cum.astype(np.float64), u).reshape(p.shape[:-1] + (n,))
+
+
+def _first_at_or_above(cum: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per row i, ``np.searchsorted(cum[i], u[i], side="left")`` for every row at once: a
+    binary search in log2(k) vectorised steps. cum rows end at 1 > u, so the answer is < k."""
+    lo = np.zeros(u.shape, dtype=np.int64)
+    hi = np.full(u.shape, cum.shape[-1] - 1, dtype=np.int64)
+    for _ in range(int(cum.shape[-1]).bit_length()):
+        mid = (lo + hi) >> 1
+        below = np.take_along_axis(cum, mid, axis=-1) < u
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(below, hi, mid)
+    return lo
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,

@@ -455,8 +455,10 @@ def broadcast_tensors(*tensors) -> tuple:
     """Expand all tensors to their common broadcast shape (views)."""
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
-    shape = broadcast_shapes(*(t._data.shape for t in tensors))
-    return tuple(Expand.apply(t, shape=tuple(shape)) for t in tensors)
+    shape = tuple(broadcast_shapes(*(t._data.shape for t in tensors)))
+    # as torch: a tensor already of the common shape comes back itself, not a view
+    return tuple(t if t._data.shape == shape else Expand.apply(t, shape=shape)
+                 for t in tensors)
 
 
 def sum_to_size(g: Tensor, *shape) -> Tensor:

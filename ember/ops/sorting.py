@@ -17,28 +17,34 @@ from ember.ops.reduction import numpy_aliases
 
 
 class _TakeAlong(Op):
-    """``x`` gathered at integer ``idx`` along ``dim`` (a non-differentiable index array)."""
+    """``x`` gathered at integer ``idx`` along ``dim`` (a non-differentiable index array).
+    Saves ``x`` and the index, as torch's gather."""
 
     node_name = "GatherBackward0"
+    saves = (0,)
 
     @staticmethod
     def forward(ctx, x, idx=None, dim=0):
-        ctx.idx, ctx.dim, ctx.shape = idx, dim, x.shape
+        ctx.dim, ctx.shape = dim, x.shape
+        ctx.save_extra(idx)
         return np.take_along_axis(x, idx, dim)
 
     @staticmethod
     def backward(ctx, g):
-        return put_along(g, ctx.idx, ctx.dim, ctx.shape, accumulate=True)
+        idx = ctx.saved_tensors[1]._data
+        return put_along(g, idx, ctx.dim, ctx.shape, accumulate=True)
 
 
 class _PutAlong(Op):
-    """Zeros of ``shape`` with ``g`` written (or added) at ``idx`` along ``dim``."""
+    """Zeros of ``shape`` with ``g`` written (or added) at ``idx`` along ``dim``; saves the
+    index, as torch's scatter."""
 
     node_name = "ScatterBackward0"
 
     @staticmethod
     def forward(ctx, g, idx=None, dim=0, shape=(), accumulate=False):
-        ctx.idx, ctx.dim = idx, dim
+        ctx.dim = dim
+        ctx.save_extra(idx)
         out = np.zeros(shape, dtype=g.dtype, like=g)
         if not accumulate:
             np.put_along_axis(out, idx, g, dim)
@@ -51,7 +57,8 @@ class _PutAlong(Op):
 
     @staticmethod
     def backward(ctx, gg):
-        return _TakeAlong.apply(gg, idx=ctx.idx, dim=ctx.dim)
+        (idx,) = ctx.saved_tensors
+        return _TakeAlong.apply(gg, idx=idx._data, dim=ctx.dim)
 
 
 def put_along(g: Tensor, idx: np.ndarray, dim: int, shape: tuple,
@@ -77,7 +84,10 @@ def _argsort(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
 class _Selection(Op):
     """Value-selecting ops: a subclass's ``select(x, dim, **kw)`` returns the indices to take
     along ``dim`` (keepdims layout; sort and topk always keep ``dim``); forward returns those
-    values and indices, and backward sends the gradient to the selected positions."""
+    values and indices, and backward sends the gradient to the selected positions. The indices
+    output is saved for backward, as torch saves it."""
+
+    saves_output = (1,)
 
     @classmethod
     def forward(cls, ctx, x, dim=-1, keepdim=True, **kw):
@@ -87,11 +97,14 @@ class _Selection(Op):
 
     @staticmethod
     def backward(ctx, g, _gi=None):
-        if ctx.idx is None:  # 0-d input: the value is the input
+        (idx,) = ctx.saved_tensors
+        if ctx.dim is None:  # 0-d input: the value is the input
             return g
+        idx = idx._data
         if not ctx.keepdim and g.ndim < len(ctx.shape):
             g = g.unsqueeze(ctx.dim)
-        return put_along(g, ctx.idx, ctx.dim, ctx.shape)
+            idx = np.expand_dims(idx, ctx.dim)
+        return put_along(g, idx, ctx.dim, ctx.shape)
 
 
 def _laid_out_like(a: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -104,16 +117,15 @@ def _laid_out_like(a: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def scalar_selection(ctx, x):
     """Selecting from a 0-d tensor returns it (as a copy) and index 0."""
-    ctx.idx = None
+    ctx.dim = None
     return x.copy(), np.array(0)
 
 
 def _finish_selection(ctx, x, idx, dim, keepdim):
     """Values and indices from selected ``idx`` (keepdims layout) along ``dim``."""
-    ctx.idx, ctx.dim, ctx.shape, ctx.keepdim = idx, dim, x.shape, True
+    ctx.dim, ctx.shape, ctx.keepdim = dim, x.shape, keepdim
     vals = np.take_along_axis(x, idx, dim)
     if not keepdim:
-        ctx.keepdim = False
         return np.squeeze(vals, dim), np.squeeze(idx, dim)
     return vals, idx
 

@@ -1,6 +1,6 @@
 """ember.optim: optimizers and learning-rate schedulers (torch.optim)."""
 
-from ember.optim import lr_scheduler
+from ember.optim import lr_scheduler, swa_utils
 from ember.optim.adadelta import Adadelta
 from ember.optim.adagrad import Adagrad
 from ember.optim.adam import Adam
@@ -16,4 +16,4 @@ from ember.optim.rprop import Rprop
 from ember.optim.sgd import SGD
 
 __all__ = ["ASGD", "LBFGS", "SGD", "Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "NAdam",
-           "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler"]
+           "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils"]

@@ -89,6 +89,8 @@ class AdaptiveOptimizer(Optimizer):
             state.update(self._new_state(p, group))
         return state
 
+    _traceable_step = False  # see bump_step
+
     def _params_with_grad(self, group: dict, tmp, weight_decay: float):
         """``(p, g, state, step)`` for each parameter of ``group`` that has a gradient.
 
@@ -100,7 +102,7 @@ class AdaptiveOptimizer(Optimizer):
             if p._grad is None:
                 continue
             state = self._init_state(p, group)
-            step = bump_step(state)
+            step = bump_step(state, self._traceable_step)
             yield p, effective_grad(p, group["maximize"], weight_decay, tmp), state, step
 
     def step(self, closure=None):

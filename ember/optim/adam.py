@@ -13,7 +13,7 @@ from ember.optim._adaptive import (
     decoupled_decay_,
     zeros_like,
 )
-from ember.optim.optimizer import addcdiv_, check_lr, scalar_float, touch
+from ember.optim.optimizer import addcdiv_, as_dtype, check_lr, scalar_float, touch
 
 __all__ = ["Adam"]
 
@@ -47,6 +47,8 @@ class Adam(AdaptiveOptimizer):
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
 
+    _traceable_step = True  # the step's scalars below are cast to p's dtype where used
+
     def _new_state(self, p: Tensor, group: dict) -> dict:
         state = {"exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
         if group["amsgrad"]:
@@ -64,17 +66,19 @@ class Adam(AdaptiveOptimizer):
                 decoupled_decay_(p, lr, wd)
             t0, t1 = tmp(g, 0), tmp(g, 1)
             exp_avg, second = adam_moments_(state, g, beta1, beta2, t0)
-            bias_correction1 = 1 - beta1**step
-            bias_correction2 = 1 - beta2**step
+            # Python floats (0-d float64 arrays under ember.compile): torch's double math
+            bias_correction1 = 1 - np.power(beta1, step)
+            bias_correction2 = 1 - np.power(beta2, step)
             step_size = lr / bias_correction1
-            bias_correction2_sqrt = bias_correction2**0.5
+            bias_correction2_sqrt = np.power(bias_correction2, 0.5)
+            dt = p._data.dtype.type
             if group["amsgrad"]:
                 mx = state["max_exp_avg_sq"]
                 np.maximum(mx._data, second, out=mx._data)
                 touch(mx)
                 second = mx._data
             denom = np.sqrt(second, out=t1)
-            denom /= bias_correction2_sqrt
+            denom /= as_dtype(bias_correction2_sqrt, dt)
             denom += eps
-            addcdiv_(p._data, exp_avg, denom, -step_size, t0)
+            addcdiv_(p._data, exp_avg, denom, as_dtype(-step_size, dt), t0)
             touch(p)

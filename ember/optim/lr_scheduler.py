@@ -467,3 +467,9 @@ from ember.optim._lr_composite import (  # noqa: E402 - they subclass LRSchedule
     SequentialLR,
 )
 from ember.optim._lr_cyclic import CyclicLR, OneCycleLR  # noqa: E402
+
+# torch defines every scheduler in torch.optim.lr_scheduler, and pickles (checkpoints of a
+# scheduler, add_safe_globals lists) name them by that module. ember's composite and cyclical
+# schedulers live in two private files to keep this one short; they belong to this module.
+for _cls in (ChainedScheduler, ReduceLROnPlateau, SequentialLR, CyclicLR, OneCycleLR):
+    _cls.__module__ = __name__

@@ -23,6 +23,7 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.grad_mode import STATE, enable_grad
+from ember.compiler.traced import capturing
 from ember.utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook",
@@ -384,11 +385,25 @@ def step_tensor(value: float = 0.0) -> Tensor:
     return Tensor._make(np.array(value, dtype=dt))
 
 
-def bump_step(state: dict) -> float:
-    """``state['step'] += 1`` on the 0-d tensor; return the new count as a Python float."""
+def as_dtype(x, dt):
+    """A scalar hyper-parameter derived in double precision (a Python float, NumPy float64,
+    or a 0-d array under ember.compile) rounded to the parameter's scalar type ``dt``, as
+    NumPy rounds a Python float it meets in float32 math."""
+    return x.astype(dt) if isinstance(x, np.ndarray) else dt(x)
+
+
+def bump_step(state: dict, traceable: bool = False):
+    """``state['step'] += 1`` on the 0-d tensor; return the new count as a Python float.
+
+    Under ember.compile's capture an optimizer whose update is written for it
+    (``traceable``: it casts what it derives from the step to the parameter's dtype, as
+    NumPy does a Python float) gets the count as a 0-d float64 array, so that each replay
+    computes with its own step; any other optimizer runs eagerly there."""
     t = state["step"]
     t._data += 1
     t._vc[0] += 1
+    if traceable and capturing():
+        return t._data.astype(np.float64)
     return float(t._data)
 
 
@@ -411,6 +426,8 @@ class Scratch:
         self.bufs: dict = {}
 
     def __call__(self, like: np.ndarray, slot: int) -> np.ndarray:
+        if capturing():  # ember.compile: a buffer the program allocates (and frees) itself
+            return np.empty(like.shape, like.dtype, like=like)
         key = (like.shape, like.dtype, slot)
         buf = self.bufs.get(key)
         if buf is None:

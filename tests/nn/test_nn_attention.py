@@ -155,15 +155,18 @@ def test_sdpa_fused_node_masked_rows_broadcast_and_gradgrad():
           arr(1, 2, 3, 4), arr(1, 2, 3, 4), arr(1, 2, 3, 4))
     check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
           arr(2, 3, 4, 5), arr(2, 1, 6, 5), arr(1, 6, 3))  # broadcast batch dims
-    q = ember.tensor(arr(1, 3, 4), requires_grad=True)
-    out = F(ember).scaled_dot_product_attention(q, q, q)
-    assert type(out.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
+    for shape in ((1, 3, 4), (1, 1, 3, 4), (1, 2, 3, 4)):  # torch's fused kernel: 4-D only
+        x = arr(*shape)
+        names = [type(F(lib).scaled_dot_product_attention(
+            *[lib.tensor(x, requires_grad=True)] * 3).grad_fn).__name__ for lib in (ember, torch)]
+        assert names[0] == names[1], (shape, names)
     bias = ember.tensor(arr(3, 4, dtype="float64"))
     fn = lambda q, k, v: F(ember).scaled_dot_product_attention(  # noqa: E731
         q, k, v, attn_mask=bias)
-    args = (arr(2, 3, 2), arr(2, 4, 2), arr(2, 4, 3))
-    fd_check(fn, *args)
-    gradgrad_check(fn, *args)
+    for args in ((arr(2, 3, 2), arr(2, 4, 2), arr(2, 4, 3)),  # the composite
+                 (arr(1, 2, 3, 2), arr(1, 2, 4, 2), arr(1, 2, 4, 2))):  # the fused node
+        fd_check(fn, *args)
+        gradgrad_check(fn, *args)
     # A float mask that requires grad takes the composite path and gets its gradient.
     check(lambda m, q, a: F(m).scaled_dot_product_attention(q, q, q, attn_mask=a),
           arr(2, 3, 4), arr(3, 3))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ember._backend import on_device_of
 from ember._tensor import Tensor, _wrap_dim
 from ember.ops import activation as A
+from ember.ops._common import select
 from ember.ops.inplace import apply_inplace
 from ember.ops.pointwise import sigmoid as _sigmoid
 from ember.ops.pointwise import tanh as _tanh
@@ -185,7 +186,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
         noise = np.ones(x.shape, x.dtype)
         noise[neg] = default_generator._uniform(int(neg.sum()), True) * (hi - lo) + lo
     else:
-        noise = np.where(x > 0, 1.0, (lower + upper) / 2).astype(x.dtype)
+        noise = select(x > 0, 1.0, (lower + upper) / 2, x.dtype)
     return _maybe_inplace(input, inplace, A.RreluWithNoise.apply, noise=noise)
 
 

@@ -26,47 +26,59 @@ def _additive(mask: Tensor, dtype, true_means_keep: bool) -> Tensor:
     return Tensor._make(np.where(keep, 0.0, -np.inf).astype(dtype.np))
 
 
-def _softmax_rows(s: np.ndarray) -> np.ndarray:
-    """Softmax over the last dim; rows that are all -inf give zeros (as torch's CPU kernel)."""
+def _scores(q: np.ndarray, k: np.ndarray, bias, scale: float) -> np.ndarray:
+    s = np.matmul(q, np.swapaxes(k, -1, -2))
+    s *= scalar(scale, s.dtype)
+    return s + bias if bias is not None else s
+
+
+def _softmax_rows(s: np.ndarray):
+    """Softmax over the last dim and its log-sum-exp; rows that are all -inf give zeros (as
+    torch's CPU kernel) and a log-sum-exp of -inf."""
     m = s.max(-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
     p = np.exp(s - m)
     total = p.sum(-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lse = np.log(total) + m
     np.divide(p, np.where(total > 0, total, 1), out=p)  # CuPy's divide takes no where=
-    return p
+    return p, lse
 
 
 class ScaledDotProductAttention(Op):
-    """Fused attention (no dropout): one node; backward recomputes or reuses the weights."""
+    """Fused attention (4-D inputs with one head size, no dropout), as torch's CPU flash
+    kernel: one node saving the inputs, the output, the rows' log-sum-exp (and the mask);
+    backward recomputes the weights from them."""
 
     node_name = "ScaledDotProductFlashAttentionForCpuBackward0"
     saves = (0, 1, 2)
-    broadcasts = True
+    saves_output = True
 
     @staticmethod
     def forward(ctx, q, k, v, bias=None, scale=1.0):
-        s = np.matmul(q, np.swapaxes(k, -1, -2))
-        s *= scalar(scale, s.dtype)
-        if bias is not None:
-            s = s + bias
-        p = _softmax_rows(s)
-        ctx.p, ctx.bias, ctx.scale = p, bias, scale
+        p, lse = _softmax_rows(_scores(q, k, bias, scale))
+        ctx.scale = scale
+        ctx.save_extra(lse, *(() if bias is None else (bias,)))
         return np.matmul(p, v)
 
     @staticmethod
     def backward(ctx, g):
-        q, k, v = ctx.saved_tensors
+        q, k, v, out, lse, *bias = ctx.saved_tensors
         need = ctx.needs_input_grad
         if STATE.enabled:  # create_graph: the weights as a differentiable function of q, k
             s = q.matmul(k.transpose(-2, -1)) * ctx.scale
-            if ctx.bias is not None:
-                s = s + Tensor._make(ctx.bias)
+            if bias:
+                s = s + bias[0]
             p = softmax(s, -1)
+            d = (g.matmul(v.transpose(-2, -1)) * p).sum(-1, keepdim=True)
         else:
-            p = Tensor._make(ctx.p)
+            s = _scores(q._data, k._data, bias[0]._data if bias else None, ctx.scale)
+            with np.errstate(invalid="ignore"):
+                p = np.exp(s - lse._data)
+            p = Tensor._make(np.where(np.isfinite(lse._data), p, 0).astype(p.dtype, copy=False))
+            d = (g * out).sum(-1, keepdim=True)  # = rowsum(dP * P), as flash's backward
         gv = p.transpose(-2, -1).matmul(g) if need[2] else None
-        gp = g.matmul(v.transpose(-2, -1))
-        gs = p * (gp - (gp * p).sum(-1, keepdim=True)) * ctx.scale
+        gs = p * (g.matmul(v.transpose(-2, -1)) - d) * ctx.scale
         gq = gs.matmul(k) if need[0] else None
         gk = gs.transpose(-2, -1).matmul(q) if need[1] else None
         return gq, gk, gv
@@ -88,11 +100,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         n_q, n_k = query.shape[-2], key.shape[-2]
         attn_mask = Tensor._make(on_device_of(query._data, np.tril(np.ones((n_q, n_k), bool))))
     bias = None if attn_mask is None else _additive(attn_mask, query.dtype, True)
-    if dropout_p == 0.0 and query.dtype is key.dtype and key.dtype is value.dtype and (
-            bias is None or not bias.requires_grad):
+    if _flash(query, key, value, bias, dropout_p):
         return ScaledDotProductAttention.apply(
             query, key, value, bias=None if bias is None else bias._data, scale=s)
-    # With dropout (or a mask that needs a gradient): the composite, as torch's math path.
+    # Otherwise the composite, as torch's math path (and its graph).
     scores = query.matmul(key.transpose(-2, -1)) * s
     if bias is not None:
         scores = scores + bias
@@ -100,6 +111,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return weights.matmul(value)
+
+
+def _flash(q: Tensor, k: Tensor, v: Tensor, bias, dropout_p: float) -> bool:
+    """Whether torch's CPU dispatch picks the fused (flash) kernel: 4-D inputs of one dtype,
+    batch and heads alike, one head size, no dropout, no mask needing a gradient."""
+    return dropout_p == 0.0 and q.ndim == k.ndim == v.ndim == 4 and \
+        q.dtype is k.dtype is v.dtype and q.shape[:2] == k.shape[:2] == v.shape[:2] and \
+        q.shape[-1] == k.shape[-1] == v.shape[-1] and (bias is None or not bias.requires_grad)
 
 
 def _in_projection(query, key, value, num_heads, in_proj_weight, in_proj_bias,
@@ -193,9 +212,16 @@ def multi_head_attention_forward(
         if p > 0.0:
             weights = dropout(weights, p, True)
         out = weights.bmm(v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
     else:  # as torch: the fused attention (the weights are never materialized for the user)
-        out = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        if mask is not None:
+            mask = mask.unsqueeze(0) if mask.shape[0] == 1 and mask.ndim == 3 else \
+                mask.view(bsz, num_heads, -1, src_len)
+        out = scaled_dot_product_attention(q.view(bsz, num_heads, tgt_len, head_dim),
+                                           k.view(bsz, num_heads, src_len, head_dim),
+                                           v.view(bsz, num_heads, src_len, head_dim),
+                                           attn_mask=mask, dropout_p=p)
+        out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if not batched:
         out = out.squeeze(1)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ember._tensor import Tensor
+from ember.autograd.function import Op
 from ember.ops.linalg import addmm, matmul, mm
 from ember.ops.pointwise_more import _CNAME
 
@@ -54,14 +57,36 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
         raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
                            f"{input2.shape[-1]} but expected {in2}")
     lead = input1.shape[:-1]
-    x1 = input1.reshape(-1, in1)
-    x2 = input2.reshape(-1, in2)
-    # (N, in1) @ (in1, out*in2) -> (N, out, in2), then contract in2 with x2.
-    t = mm(x1, weight.permute(1, 0, 2).reshape(in1, out_f * in2)).view(-1, out_f, in2)
-    y = (t * x2.unsqueeze(1)).sum(-1)
+    y = Trilinear.apply(input1.reshape(-1, in1), weight, input2.reshape(-1, in2))
     if bias is not None:
         y = y + bias
     return y.view(*lead, out_f)
+
+
+class Trilinear(Op):
+    """``y[n, o] = x1[n, i] W[o, i, j] x2[n, j]``: torch's one node for bilinear, saving each
+    operand for the other two's gradients."""
+
+    node_name = "TrilinearBackward0"
+    saves = (0, 1, 2)
+    save_for = ((1, 2), (0, 2), (0, 1))
+
+    @staticmethod
+    def forward(ctx, x1, w, x2):
+        out_f, in1, in2 = w.shape
+        # (N, in1) @ (in1, out*in2) -> (N, out, in2), then contract in2 with x2.
+        t = (x1 @ w.transpose(1, 0, 2).reshape(in1, out_f * in2)).reshape(-1, out_f, in2)
+        return np.einsum("noj,nj->no", t, x2)
+
+    @staticmethod
+    def backward(ctx, g):
+        from ember.ops.einsum import einsum
+
+        x1, w, x2 = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (einsum("no,oij,nj->ni", g, w, x2) if need[0] else None,
+                einsum("no,ni,nj->oij", g, x1, x2) if need[1] else None,
+                einsum("no,oij,ni->nj", g, w, x1) if need[2] else None)
 
 
 __all__ = ["linear", "bilinear"]

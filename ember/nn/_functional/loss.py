@@ -96,7 +96,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_nll_shapes(input, target)
-    if target.dtype.is_floating_point or target.dtype is _dtype.bool_:
+    if target.dtype not in (_dtype.int64, _dtype.uint8):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
                            f"{_cname(target.dtype)}")
     n_classes = input.shape[1] if input.ndim > 1 else input.shape[0]
@@ -125,6 +125,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     nll = nll_loss(lsm, target, weight, None, ignore_index, None, reduction)
     if label_smoothing <= 0:
         return nll
+    # ATen's cross_entropy_loss_label_smoothing, op for op (its graph saves what torch's does).
     n_classes = input.shape[class_dim]
     ignore = Tensor._make(target._data == ignore_index)
     if weight is not None:
@@ -133,14 +134,14 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         smooth = -(lsm * weight.view(*wshape)).sum(class_dim)
     else:
         smooth = -lsm.sum(class_dim)
-    smooth = where(ignore, 0.0, smooth)
+    smooth.masked_fill_(ignore, 0.0)
     if reduction == "mean":
         keep = target._data != ignore_index
         if weight is not None:
             total = weight._data.reshape(-1)[target._data[keep]].sum(dtype=input._data.dtype)
         else:
             total = keep.sum()
-        ret = smooth.sum() / float(total)
+        ret = smooth.sum() / Tensor._make(np.asarray(total))
     else:
         ret = smooth.sum() if reduction == "sum" else smooth
     return nll * (1 - label_smoothing) + ret * (label_smoothing / n_classes)
@@ -193,12 +194,20 @@ def _weighted(loss: Tensor, weight: Tensor, input: Tensor, reduction: str) -> Te
     return loss.sum() if reduction == "sum" else loss
 
 
+def _float_pair(input: Tensor, target: Tensor, kernel: str):
+    """The promoted pair, refused as torch's kernel is for integers and bool."""
+    x, t = _promote_pair(input, target)
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_cname(x.dtype)}\'')
+    return _broadcast(x, t)
+
+
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     _size_warning(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    x, t = _broadcast(*_promote_pair(input, target))
+    x, t = _float_pair(input, target, "mse_cpu")
     if weight is not None:
         return _weighted((x - t) ** 2, weight, input, reduction)
     return L.MseLoss.apply(x, t, reduction=reduction)
@@ -224,7 +233,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0.0:
         return l1_loss(input, target, reduction=reduction)
-    x, t = _broadcast(*_promote_pair(input, target))
+    x, t = _float_pair(input, target, "smooth_l1_cpu")
     return L.SmoothL1Loss.apply(x, t, reduction=reduction, beta=beta)
 
 
@@ -234,7 +243,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    x, t = _broadcast(*_promote_pair(input, target))
+    x, t = _float_pair(input, target, "huber_cpu")
     if weight is not None:
         loss = L.HuberLoss.apply(x, t, reduction="none", delta=delta)
         return _weighted(loss, weight, input, reduction)

@@ -10,6 +10,7 @@ from ember._tensor import Tensor
 from ember.nn._functional.loss import _check_reduction, _legacy_reduction, _reduce
 from ember.nn._functional.misc import pairwise_distance
 from ember.ops.activation import LogSigmoid
+from ember.ops.loss import MultiMarginLoss, SoftMarginLoss
 from ember.ops.pointwise import where
 
 
@@ -39,7 +40,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
                      reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-target * input))``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce((-target * input).exp().log1p(), reduction)
+    _check_reduction(reduction)
+    return SoftMarginLoss.apply(input, target, reduction=reduction)
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -146,27 +148,17 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
-    x = input if input.ndim > 1 else input.unsqueeze(0)
-    n, c = x.shape
+    n = input.shape[0] if input.ndim > 1 else 1
     t = target._data.reshape(-1)
     if t.shape[0] != n:
         raise RuntimeError("multi_margin_loss: target tensor should be 1-D with size equal to the "
                            "number of input samples (batch size). Expected target size "
                            f"[{n}], but got {list(target.shape)}. Input has shape "
                            f"{list(input.shape)}.")
-    rows = np.arange(n)
-    picked = x[rows, t].unsqueeze(1)
-    z = (x - picked + margin).clamp_min(0)
-    if p == 2:
-        z = z * z
-    off = np.ones((n, c), dtype=x._data.dtype)
-    off[rows, t] = 0  # the target class itself does not count
-    if weight is not None:
-        off = off * weight._data[t][:, None]
-    loss = (z * Tensor._make(off)).sum(1) / c
-    if input.ndim == 1:
-        loss = loss.reshape(tuple(target.shape))
-    return _reduce(loss, reduction)
+    _check_reduction(reduction)
+    return MultiMarginLoss.apply(input, target=target._data.astype(np.int64, copy=False),
+                                 weight=None if weight is None else weight._data, p=p,
+                                 margin=margin, reduction=reduction)
 
 
 __all__ = [

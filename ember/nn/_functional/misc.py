@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ember._tensor import Tensor
-from ember.ops.reduction_norm import vector_norm
+from ember.autograd.grad_mode import no_grad
+from ember.ops.reduction_norm import Pdist, vector_norm
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -41,8 +42,12 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
     if x1.shape != x2.shape:
         x1, x2 = broadcast_tensors(x1, x2)
-    n1 = vector_norm(x1, 2, dim, keepdim=True).clamp_min(eps)
-    n2 = vector_norm(x2, 2, dim, keepdim=True).clamp_min(eps)
+    # ATen's: the norms are clamped in place without recording it (the clamp has no gradient).
+    n1 = vector_norm(x1, 2, dim, keepdim=True).clone()
+    n2 = vector_norm(x2, 2, dim, keepdim=True).clone()
+    with no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
@@ -57,8 +62,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     """Distances between all pairs of rows ``i < j`` of a 2-D input, in row-major order."""
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
-    i, j = np.triu_indices(input.shape[0], 1)
-    return vector_norm(input[i] - input[j], p, 1)
+    return Pdist.apply(input, p=float(p))
 
 
 __all__ = ["one_hot", "normalize", "cosine_similarity", "pairwise_distance", "pdist"]

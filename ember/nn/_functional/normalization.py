@@ -7,6 +7,7 @@ import math
 
 from ember._dtype import finfo
 from ember._tensor import Tensor
+from ember.nn._functional.pooling import avg_pool2d, avg_pool3d
 from ember.nn._functional.vision import pad
 from ember.ops.norm import NativeBatchNorm, NativeGroupNorm, NativeLayerNorm, norm_apply
 from ember.ops.pointwise_more import not_for
@@ -39,13 +40,20 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     for t, name in ((running_mean, "running_mean"), (running_var, "running_var"),
                     (weight, "weight"), (bias, "bias")):
         _check_vec(t, name, c)
+    if input.numel() == 0:  # torch's shortcut: no batch_norm node, the chain kept by a clone
+        out = input.clone()
+        out = out * weight[0] if weight is not None else out
+        return out + bias[0] if bias is not None else out
     dims = (0, *range(2, input.ndim))
     ashape = (1, c) + (1,) * (input.ndim - 2)
     geom = (None, dims, ashape, dims)
-    stats = None
+    stats = running = None
+    if running_mean is not None and running_var is not None:
+        running = (running_mean._data, running_var._data)
     if not training:
         stats = (running_mean._data.reshape(ashape), running_var._data.reshape(ashape))
-    y, mean, var = norm_apply(NativeBatchNorm, input, weight, bias, geom, eps, (c,), stats)
+    y, mean, var = norm_apply(NativeBatchNorm, input, weight, bias, geom, eps, (c,), stats,
+                              running)
     if training and running_mean is not None and input.numel():
         m = 0.0 if momentum is None else momentum
         n = input.numel() // c
@@ -144,10 +152,18 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
                          "dimensions)")
     if input.numel() == 0:
         return input
-    # The window of channel c is [c - size // 2, c + (size - 1) // 2].
-    squares = pad(input * input, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2))
-    mean = squares.unfold(1, size, 1).mean(-1)
-    return input / (mean * alpha + k).pow(beta)
+    # torch's composition (its graph, and what it saves): the window of channel c is
+    # [c - size // 2, c + (size - 1) // 2], averaged by a pooling over the channel dim.
+    div = input.mul(input)
+    if input.ndim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.shape
+        div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).view(sizes)
+    return input / div.mul(alpha).add(k).pow(beta)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,

@@ -344,8 +344,8 @@ def _lp_pool(nd: int, input: Tensor, norm_type: float, kernel_size, stride,
     k = _ntuple(kernel_size, nd, f"lp_pool{nd}d", "kernel_size")
     avg = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
     out = avg(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    # An all-zero window gets a zero gradient (not 0 * inf) as in torch: mask it explicitly.
-    return out.masked_fill(out == 0, 0).mul(math.prod(k)).pow(1.0 / norm_type)
+    # torch's composition: an all-zero window gets a zero gradient through relu's select.
+    return (out.sign() * out.abs().relu()).mul(math.prod(k)).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size, stride=None,

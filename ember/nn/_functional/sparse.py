@@ -8,6 +8,7 @@ from ember._backend import add_at, xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import no_grad
+from ember.compiler.traced import capturing, check
 
 
 class Embedding(Op):
@@ -15,13 +16,15 @@ class Embedding(Op):
 
     @staticmethod
     def forward(ctx, weight, indices=None, padding_idx=-1, scale_grad_by_freq=False):
-        ctx.indices, ctx.padding_idx, ctx.scale = indices, padding_idx, scale_grad_by_freq
+        ctx.padding_idx, ctx.scale = padding_idx, scale_grad_by_freq
         ctx.num_weights = weight.shape[0]
+        ctx.save_extra(indices)  # as torch
         return weight[indices]
 
     @staticmethod
     def backward(ctx, g):
-        return EmbeddingDenseBackward.apply(g, indices=ctx.indices, num_weights=ctx.num_weights,
+        (indices,) = ctx.saved_tensors
+        return EmbeddingDenseBackward.apply(g, indices=indices._data, num_weights=ctx.num_weights,
                                             padding_idx=ctx.padding_idx, scale=ctx.scale)
 
 
@@ -42,10 +45,13 @@ class EmbeddingDenseBackward(Op):
             rows = rows * factor[:, None]
         if keep is not None:
             rows = rows * keep[:, None].astype(g.dtype)
-        ctx.indices, ctx.factor, ctx.keep, ctx.gshape = indices, factor, keep, g.shape
+        ctx.factor, ctx.keep, ctx.gshape = factor, keep, g.shape
+        ctx.save_extra(indices)
         out = np.zeros((num_weights, rows.shape[1]), dtype=g.dtype, like=g)
-        if idx.size and xp_of(g) is not np:
-            add_at(out, idx, rows)  # CuPy has no reduceat; its scatter-add is fast anyway
+        if idx.size and (xp_of(g) is not np or capturing()):
+            # CuPy has no reduceat, its scatter-add is fast anyway; ember.compile replays the
+            # scatter-add (np.unique's output size depends on the data)
+            add_at(out, idx, rows)
         elif idx.size:
             # Sort once and sum each run of equal indices (much faster than np.add.at).
             order = np.argsort(idx, kind="stable")
@@ -55,12 +61,13 @@ class EmbeddingDenseBackward(Op):
 
     @staticmethod
     def backward(ctx, gg):
-        picked = Embedding.apply(gg, indices=ctx.indices)
-        coef = np.ones(ctx.indices.shape, dtype=gg._data.dtype)
+        indices = ctx.saved_tensors[0]._data
+        picked = Embedding.apply(gg, indices=indices)
+        coef = np.ones(indices.shape, dtype=gg._data.dtype)
         if ctx.factor is not None:
-            coef = coef * ctx.factor.reshape(ctx.indices.shape)
+            coef = coef * ctx.factor.reshape(indices.shape)
         if ctx.keep is not None:
-            coef = coef * ctx.keep.reshape(ctx.indices.shape)
+            coef = coef * ctx.keep.reshape(indices.shape)
         return picked * Tensor._make(coef[..., None])
 
 
@@ -75,6 +82,11 @@ def _renorm_(weight: Tensor, indices: np.ndarray, max_norm: float, norm_type: fl
     weight._vc[0] += 1
 
 
+def _in_range(idx: np.ndarray, n: int) -> None:
+    if idx.min() < 0 or idx.max() >= n:
+        raise IndexError("index out of range in self")
+
+
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
               max_norm: float | None = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
@@ -86,14 +98,16 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         padding_idx = padding_idx % n
     else:
         padding_idx = -1
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
     if input.dtype.is_floating_point or input.dtype.name not in ("int64", "int32"):
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
                            "following scalar types: Long, Int; but got "
                            f"{input.type().replace('ember.', 'torch.')} instead (while checking "
                            "arguments for embedding)")
     idx = input._data
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise IndexError("index out of range in self")
+    if idx.size:
+        check(_in_range, idx, n)
     if max_norm is not None:
         with no_grad():
             _renorm_(weight, idx, max_norm, norm_type)
@@ -150,40 +164,104 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if padding_idx is not None:
         padding_idx = padding_idx % n
     keep = flat != padding_idx if padding_idx is not None else np.ones(flat.shape, bool)
-    rows = embedding(Tensor._make(flat), weight, None, max_norm, norm_type, scale_grad_by_freq)
-    dt = weight._data.dtype
-    if mode == "max":
-        return _bag_max(rows, bag, keep, n_bags)
-    # Sum and mean as one GEMM with a (bags x positions) matrix of per-position weights.
-    mix = np.zeros((n_bags, flat.size), dtype=dt)
-    mix[bag, np.arange(flat.size)] = keep
-    if mode == "mean":
-        counts = mix.sum(1, keepdims=True)
-        mix = np.divide(mix, counts, out=np.zeros_like(mix), where=counts > 0)
-    m = Tensor._make(mix)
-    if per_sample_weights is not None:
-        m = m * per_sample_weights.reshape(1, -1)
-    return m.mm(rows)
+    if max_norm is not None:
+        with no_grad():
+            _renorm_(weight, flat, max_norm, norm_type)
+    psw = () if per_sample_weights is None else (per_sample_weights,)
+    op = EmbeddingBag if not psw else EmbeddingBagWeighted
+    return op.apply(weight, *psw, flat=flat, bag=bag, n_bags=n_bags, mode=mode, keep=keep,
+                    offsets=None if offsets is None else offsets._data,
+                    scale=scale_grad_by_freq)
 
 
-def _bag_max(rows: Tensor, bag: np.ndarray, keep: np.ndarray, n_bags: int) -> Tensor:
-    """Per bag and feature, the row holding the maximum (empty bags give zeros)."""
-    r = rows._data
-    d = r.shape[1]
+class EmbeddingBag(Op):
+    """Sums, means or maxes of bags of rows of ``weight``: torch's one node, saving what it
+    saves (indices, offsets, offset2bag, bag sizes, max indices; with per-sample weights also
+    the weight and them). Sum and mean are one GEMM with a (bags x positions) mixing matrix;
+    max picks, per bag and feature, the first position attaining it (empty bags give 0)."""
+
+    node_name = "EmbeddingBagBackward0"
+
+    @staticmethod
+    def forward(ctx, weight, psw=None, flat=None, bag=None, n_bags=0, mode="mean", keep=None,
+                offsets=None, scale=False):
+        xp = xp_of(weight)
+        rows = weight[flat]
+        mix = xp.zeros((n_bags, flat.size), dtype=weight.dtype)
+        mix[xp.asarray(bag), xp.arange(flat.size)] = xp.asarray(keep)
+        sizes = mix.sum(1).astype(np.int64)
+        ctx.mode, ctx.n, ctx.scale, ctx.mix, ctx.first = mode, weight.shape[0], scale, mix, None
+        ctx.bag, ctx.keep = bag, keep
+        if mode == "max":
+            ctx.first = _bag_first_max(rows, bag, keep, n_bags)
+            table = np.concatenate([rows, np.zeros((1, rows.shape[1]), rows.dtype)])
+            out = np.take_along_axis(table, ctx.first, 0)
+        else:
+            if mode == "mean":
+                mix = np.divide(mix, sizes[:, None].astype(mix.dtype), out=np.zeros_like(mix),
+                                where=sizes[:, None] > 0)
+                ctx.mix = mix
+            out = (mix * psw.reshape(1, -1)) @ rows if psw is not None else mix @ rows
+        starts = np.searchsorted(bag, np.arange(n_bags)) if offsets is None else offsets
+        # torch's offset2bag is empty for a plain sum.
+        o2b = bag if mode != "sum" or psw is not None else bag[:0]
+        ctx.save_extra(flat, starts, o2b, sizes, ctx.first if mode == "max" else sizes)
+        return out
+
+    @classmethod
+    def backward(cls, ctx, g):
+        saved = ctx.saved_tensors
+        flat = saved[-5]._data
+        need = ctx.needs_input_grad
+        if ctx.mode == "max":
+            rows_g = _scatter_max(g, ctx.first, flat.size)
+        else:
+            m = Tensor._make(ctx.mix)
+            if len(need) > 1:
+                m = m * saved[1].reshape(1, -1)
+            rows_g = m.t().mm(g)
+        gw = EmbeddingDenseBackward.apply(rows_g, indices=flat, num_weights=ctx.n,
+                                          scale=ctx.scale) if need[0] else None
+        if len(need) == 1:
+            return gw
+        gp = None
+        if need[1]:
+            w, psw = saved[0], saved[1]
+            picked = Embedding.apply(w, indices=flat)
+            keep = Tensor._make(ctx.keep.astype(ctx.mix.dtype))
+            gp = ((g[ctx.bag] * picked).sum(1) * keep).reshape(psw.shape)
+        return gw, gp
+
+
+class EmbeddingBagWeighted(EmbeddingBag):
+    """``mode='sum'`` with per-sample weights (input 1): saved, and the weight too for their
+    gradient."""
+
+    node_name = "EmbeddingBagBackward0"
+    saves = (0, 1)
+    save_for = ((1,), None)
+
+
+def _bag_first_max(rows: np.ndarray, bag: np.ndarray, keep: np.ndarray, n_bags: int):
+    """Per bag and feature, the first position attaining the maximum (``len(rows)``, a zero
+    row, for empty bags)."""
+    d = rows.shape[1]
     best = np.full((n_bags, d), -np.inf)
-    np.maximum.at(best, bag[keep], r[keep])
-    hit = (r == best[bag]) & keep[:, None]
-    # The first position per (bag, feature) that attains the max.
-    pos = np.where(hit, np.arange(r.shape[0])[:, None], r.shape[0])
-    first = np.full((n_bags, d), r.shape[0])
+    np.maximum.at(best, bag[keep], rows[keep])
+    hit = (rows == best[bag]) & keep[:, None]
+    pos = np.where(hit, np.arange(rows.shape[0])[:, None], rows.shape[0])
+    first = np.full((n_bags, d), rows.shape[0])
     np.minimum.at(first, bag, pos)
-    empty = first == r.shape[0]
-    padded = rows.new_zeros((1, d))
-    from ember.ops.joining import cat
+    return first
 
-    table = cat([rows, padded], 0)
-    return table[first, np.broadcast_to(np.arange(d), first.shape)] * \
-        Tensor._make((~empty).astype(r.dtype))
+
+def _scatter_max(g: Tensor, first: np.ndarray, n: int) -> Tensor:
+    """The gradient of the gathered rows: ``g`` at the max positions (differentiable)."""
+    from ember.ops.indexing import IndexGrad
+
+    cols = np.broadcast_to(np.arange(first.shape[1]), first.shape)
+    return IndexGrad.apply(g, key=((), (first, cols)), shape=(n + 1, first.shape[1]),
+                           accumulate=True)[:n]
 
 
 __all__ = ["embedding", "embedding_bag"]

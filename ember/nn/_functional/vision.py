@@ -9,7 +9,7 @@ import numpy as np
 
 from ember._tensor import Tensor
 from ember.ops._common import variant
-from ember.ops.pool import ConstantPadNd, Resample, gather_matrix
+from ember.ops.pool import ConstantPadNd, PadResample, Resample, gather_matrix
 from ember.ops.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
 
 _PAD_NAMES = {"reflect": "ReflectionPad", "replicate": "ReplicationPad",
@@ -39,7 +39,8 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.")
     mats = [_pad_matrix(mode, n, lo, hi, input.ndim - k + i, input.shape)
             for i, ((lo, hi), n) in enumerate(zip(per_dim, input.shape[input.ndim - k:]))]
-    return variant(Resample, f"{_PAD_NAMES[mode]}{k}DBackward0").apply(input, mats=tuple(mats))
+    op = Resample if mode == "circular" else PadResample  # torch's circular pad saves nothing
+    return variant(op, f"{_PAD_NAMES[mode]}{k}DBackward0").apply(input, mats=tuple(mats))
 
 
 def _pad_matrix(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.ndarray:
@@ -106,12 +107,26 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         sf = (scale_factor,) * k if isinstance(scale_factor, int | float) else tuple(scale_factor)
         outs = tuple(math.floor(n * s) for n, s in zip(ins, sf))
         scales = (None,) * k if recompute_scale_factor else sf
+    if mode != "area":  # adaptive pooling takes empty sizes
+        _check_sizes(input, ins, outs)
     if mode == "area":
         from ember.nn._functional.pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
         return (adaptive_avg_pool1d if k == 1 else adaptive_avg_pool2d)(input, outs)
     mats = tuple(_interp_matrix(mode, n, o, s, align_corners) for n, o, s in zip(ins, outs, scales))
     return variant(Resample, _INTERP[mode].format(k)).apply(input, mats=mats)
+
+
+def _check_sizes(input: Tensor, ins: tuple, outs: tuple) -> None:
+    if min(ins) <= 0 or min(outs) <= 0:
+        axes = ("D", "H", "W")[3 - len(ins):]
+        shown = [", ".join(f"{a}: {n}" for a, n in zip(axes, s)) for s in (ins, outs)]
+        sep = " and " if len(ins) == 1 else " "
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({shown[0]}){sep}output ({shown[1]})")
+    if not math.prod(input.shape[1:]):
+        raise RuntimeError(f"Non-empty {input.ndim}D data tensor expected but got a tensor with "
+                           f"sizes {list(input.shape)}")
 
 
 def _interp_matrix(mode: str, n: int, o: int, scale, align_corners) -> np.ndarray:

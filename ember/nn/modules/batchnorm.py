@@ -95,4 +95,64 @@ class BatchNorm3d(_BatchNorm):
     _ndims = (5,)
 
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose training statistics span every rank of ``process_group`` (torch's
+    ``nn.SyncBatchNorm``; over MPI, so CPU tensors work too). Outside a multi-rank process
+    group it is plain batch norm."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, process_group=None,
+                 device=None, dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        from ember import distributed as dist
+        from ember.nn.modules._functions import SyncBatchNorm as _SyncFn
+
+        self._check_input_dim(input)
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        group = self.process_group
+        size = dist.get_world_size(group) if dist.is_initialized() else 1
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        if not (bn_training and self.training and size > 1):
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked._data += 1
+            self.num_batches_tracked._vc[0] += 1
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked._data)
+        running = self.track_running_stats
+        return _SyncFn.apply(input, self.weight, self.bias,
+                             self.running_mean if running else None,
+                             self.running_var if running else None, self.eps, factor, group,
+                             size)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
+        """``module`` with every BatchNorm*D replaced by a SyncBatchNorm sharing its parameters
+        and buffers (torch's ``convert_sync_batchnorm``)."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean, out.running_var = module.running_mean, module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]

@@ -1,4 +1,4 @@
-"""Conv1d/2d/3d and ConvTranspose1d/2d/3d (torch's ``_ConvNd`` family), Fold, Unfold."""
+"""Conv1d/2d/3d and ConvTranspose1d/2d/3d (torch's ``_ConvNd`` family)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from ember._tensor import Tensor
 from ember.nn import init
 from ember.nn._functional import conv as F
 from ember.nn._functional.vision import pad as _pad
-from ember.nn.modules._functional_layer import FunctionalLayer
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -179,29 +178,4 @@ class ConvTranspose3d(_ConvTransposeNd):
     _nd = 3
 
 
-class Unfold(FunctionalLayer):
-    """Extract sliding local blocks (im2col): (N, C, H, W) -> (N, C * kh * kw, L)."""
-
-    _fn = staticmethod(F.unfold)
-    _args = ("kernel_size", "dilation", "padding", "stride")
-
-    def __init__(self, kernel_size, dilation=1, padding=0, stride=1) -> None:
-        super().__init__()
-        self.kernel_size, self.dilation = kernel_size, dilation
-        self.padding, self.stride = padding, stride
-
-
-class Fold(FunctionalLayer):
-    """Combine sliding local blocks into an image (col2im), summing overlaps."""
-
-    _fn = staticmethod(F.fold)
-    _args = ("output_size", "kernel_size", "dilation", "padding", "stride")
-
-    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1) -> None:
-        super().__init__()
-        self.output_size, self.kernel_size = output_size, kernel_size
-        self.dilation, self.padding, self.stride = dilation, padding, stride
-
-
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-           "Fold", "Unfold"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]

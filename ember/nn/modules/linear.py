@@ -1,4 +1,5 @@
-"""Identity, Linear and Bilinear, initialised as torch initialises them."""
+"""Identity, Linear and Bilinear, initialised as torch initialises them; and
+NonDynamicallyQuantizableLinear, MultiheadAttention's output projection."""
 
 from __future__ import annotations
 
@@ -81,6 +82,11 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention's output projection (a plain Linear)."""
+
 
 
 __all__ = ["Identity", "Linear", "Bilinear"]

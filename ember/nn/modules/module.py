@@ -380,7 +380,8 @@ class Module(StateDictMixin, HookMixin):
                     p.grad.zero_()
 
     def share_memory(self) -> Module:
-        return self
+        """Move parameters, buffers and gradients into shared memory (Hogwild training)."""
+        return self._apply(lambda t: t.share_memory_())
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
         for module in self.children():
@@ -457,19 +458,32 @@ class Module(StateDictMixin, HookMixin):
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     # --- calling -------------------------------------------------------------------------------
+    _compiled_call_impl = None  # set by compile()
+
     def __call__(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _hooks.any_global_call_hooks()):
             return self.forward(*args, **kwargs)
         return call_with_hooks(self, self.forward, args, kwargs)
 
-    _call_impl = __call__
+    def _call_impl(self, *args, **kwargs):
+        """The call without a compiled program (what ``compile()`` captures)."""
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
+                or self._backward_pre_hooks or _hooks.any_global_call_hooks()):
+            return self.forward(*args, **kwargs)
+        return call_with_hooks(self, self.forward, args, kwargs)
 
-    def compile(self, *args, **kwargs) -> None:
-        """Compile ``__call__`` in place with ``ember.compile`` (which runs eagerly)."""
-        from ember._compile import compile as compile_
+    def compile(self, **kwargs) -> None:
+        """Compile ``__call__`` in place with ``ember.compile``: later calls replay the
+        captured program (state_dict keys stay unprefixed, unlike ``ember.compile(m)``)."""
+        from ember._compile import _check_settings, _compiled, _EagerContext
 
-        self._compiled_call_impl = compile_(self._call_impl, *args, **kwargs)
+        ctx = _EagerContext(**_check_settings(**kwargs))
+        if ctx.settings.get("backend") == "eager" or ctx.settings.get("disable"):
+            return
+        self._compiled_call_impl = _compiled(self._call_impl, ctx, owner=self)
 
     # --- printing --------------------------------------------------------------------------------
     def _get_name(self) -> str:

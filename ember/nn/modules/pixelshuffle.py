@@ -1,8 +1,8 @@
-"""PixelShuffle, PixelUnshuffle and ChannelShuffle: layers that only permute elements."""
+"""PixelShuffle and PixelUnshuffle: layers that only move elements between channels and space."""
 
 from __future__ import annotations
 
-from ember.nn._functional.vision import channel_shuffle, pixel_shuffle, pixel_unshuffle
+from ember.nn._functional.vision import pixel_shuffle, pixel_unshuffle
 from ember.nn.modules._functional_layer import FunctionalLayer
 
 
@@ -28,15 +28,4 @@ class PixelUnshuffle(FunctionalLayer):
         self.downscale_factor = downscale_factor
 
 
-class ChannelShuffle(FunctionalLayer):
-    """Interleave the channels of ``groups`` groups (ShuffleNet)."""
-
-    _fn = staticmethod(channel_shuffle)
-    _args = ("groups",)
-
-    def __init__(self, groups: int) -> None:
-        super().__init__()
-        self.groups = groups
-
-
-__all__ = ["ChannelShuffle", "PixelShuffle", "PixelUnshuffle"]
+__all__ = ["PixelShuffle", "PixelUnshuffle"]

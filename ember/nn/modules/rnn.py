@@ -9,15 +9,12 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from ember import _creation
 from ember._tensor import Tensor
-from ember.autograd.function import Op
-from ember.autograd.grad_mode import STATE
 from ember.nn import init
 from ember.nn._functional.dropout import dropout as _dropout
 from ember.nn._functional.linear import linear
+from ember.nn.modules._rnn_cells import _gru_cell, _lstm_cell, _rnn_cell
 from ember.nn.modules._rnn_packed import forward_packed
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
@@ -25,101 +22,6 @@ from ember.nn.utils.rnn import PackedSequence
 from ember.ops.joining import cat, stack
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
-
-
-def _rnn_cell(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh, relu: bool) -> Tensor:
-    pre = x_proj + linear(h, w_hh, b_hh)
-    return pre.relu() if relu else pre.tanh()
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * np.tanh(0.5 * x) + 0.5  # overflow-free logistic, same dtype
-
-
-class LSTMCellFused(Op):
-    """The LSTM gate math as one node: (gates, c_prev) -> (h, c).
-
-    Fewer graph nodes per time step is most of an RNN's speed in Python. Backward recomputes
-    the gate activations with ember ops (so double backward works); a plain backward reuses
-    the forward's activations as constants.
-    """
-
-    node_name = "LSTMCellBackward0"
-    saves = (0, 1)
-
-    @staticmethod
-    def forward(ctx, gates, c_prev):
-        i, f, g, o = np.split(gates, 4, axis=-1)
-        si, sf, so, tg = _sigmoid(i), _sigmoid(f), _sigmoid(o), np.tanh(g)
-        c = sf * c_prev + si * tg
-        tc = np.tanh(c)
-        ctx.acts = (si, sf, so, tg, tc)
-        return so * tc, c
-
-    @staticmethod
-    def backward(ctx, gh, gc):
-        gates, c_prev = ctx.saved_tensors
-        if STATE.enabled:
-            i, f, g, o = gates.chunk(4, -1)
-            si, sf, so, tg = i.sigmoid(), f.sigmoid(), o.sigmoid(), g.tanh()
-            tc = (sf * c_prev + si * tg).tanh()
-        else:
-            si, sf, so, tg, tc = (Tensor._make(a) for a in ctx.acts)
-        dc = gc if gh is None else gh * so * (1 - tc * tc) + (0 if gc is None else gc)
-        parts = [dc * tg * si * (1 - si), dc * c_prev * sf * (1 - sf),
-                 dc * si * (1 - tg * tg),
-                 (gh * tc * so * (1 - so)) if gh is not None else (so * 0)]
-        need = ctx.needs_input_grad
-        return (cat(parts, -1) if need[0] else None), (dc * sf if need[1] else None)
-
-
-def _lstm_cell(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh, w_hr=None):
-    h, c = LSTMCellFused.apply(x_proj + linear(h, w_hh, b_hh), c)
-    if w_hr is not None:
-        h = linear(h, w_hr)
-    return h, c
-
-
-class GRUCellFused(Op):
-    """The GRU gate math as one node: (input projection, hidden projection, h) -> h'.
-
-    Backward recomputes the gates with ember ops under create_graph, else reuses them.
-    """
-
-    node_name = "GRUCellBackward0"
-    saves = (0, 1, 2)
-
-    @staticmethod
-    def forward(ctx, xp, hp, h):
-        xr, xz, xn = np.split(xp, 3, axis=-1)
-        hr, hz, hn = np.split(hp, 3, axis=-1)
-        r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
-        n = np.tanh(xn + r * hn)
-        ctx.acts = (r, z, n)
-        return n + z * (h - n)  # (1 - z) * n + z * h
-
-    @staticmethod
-    def backward(ctx, g):
-        xp, hp, h = ctx.saved_tensors
-        hn = hp.chunk(3, -1)[2]
-        if STATE.enabled:
-            xr, xz, xn = xp.chunk(3, -1)
-            hr, hz, _ = hp.chunk(3, -1)
-            r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
-            n = (xn + r * hn).tanh()
-        else:
-            r, z, n = (Tensor._make(a) for a in ctx.acts)
-        dn = g * (1 - z) * (1 - n * n)
-        dr = dn * hn * r * (1 - r)
-        dz = g * (h - n) * z * (1 - z)
-        need = ctx.needs_input_grad
-        return (cat([dr, dz, dn], -1) if need[0] else None,
-                cat([dr, dz, dn * r], -1) if need[1] else None,
-                g * z if need[2] else None)
-
-
-def _gru_cell(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh) -> Tensor:
-    return GRUCellFused.apply(x_proj, linear(h, w_hh, b_hh), h)
 
 
 class RNNBase(Module):
@@ -176,6 +78,10 @@ class RNNBase(Module):
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
+
+    def flatten_parameters(self) -> None:
+        """A no-op, as in torch off the GPU (there it packs the weights for cuDNN); programs
+        call it after ``.to(device)`` or DataParallel."""
 
     @property
     def all_weights(self) -> list:

@@ -11,7 +11,7 @@ from ember import _dtype
 from ember._tensor import Tensor
 from ember.nn import init
 from ember.nn._functional.activation import gelu, relu
-from ember.nn.modules.attention import MultiheadAttention
+from ember.nn.modules.activation import MultiheadAttention
 from ember.nn.modules.container import ModuleList
 from ember.nn.modules.dropout import Dropout
 from ember.nn.modules.linear import Linear

@@ -1,6 +1,7 @@
-"""nn.utils: gradient clipping, parameter/vector conversion, ``rnn`` sequence packing."""
+"""nn.utils: gradient clipping, parameter/vector conversion, ``rnn`` sequence packing,
+``parametrize``/``parametrizations`` and the older weight and spectral norm hooks."""
 
-from ember.nn.utils import rnn
+from ember.nn.utils import parametrizations, parametrize, rnn
 from ember.nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -9,7 +10,10 @@ from ember.nn.utils.clip_grad import (
     get_total_norm,
 )
 from ember.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from ember.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
+from ember.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
-           "get_total_norm", "parameters_to_vector", "rnn",
-           "vector_to_parameters"]
+           "get_total_norm", "parameters_to_vector", "parametrizations", "parametrize",
+           "remove_spectral_norm", "remove_weight_norm", "rnn", "spectral_norm",
+           "vector_to_parameters", "weight_norm"]

@@ -19,7 +19,6 @@ import numpy as np
 from ember import _creation, _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
-from ember.ops.joining import cat
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence",
            "pad_packed_sequence", "pad_sequence", "unpad_sequence", "pack_sequence",
@@ -169,17 +168,19 @@ def _check_lengths(lengths: Tensor, input: Tensor, batch_first: bool) -> np.ndar
 
 
 class _PackPadded(Op):
-    """Gather the valid rows of a padded batch; its own node only for torch's grad_fn name."""
+    """Gather the valid rows of a padded batch; returns them and the batch sizes, which it
+    saves, as torch's ``_pack_padded_sequence``."""
 
     node_name = "PackPaddedSequenceBackward0"
+    saves_output = (1,)
 
     @staticmethod
-    def forward(ctx, x, flat):
+    def forward(ctx, x, flat=None, batch_sizes=None):
         ctx.shape, ctx.flat = x.shape, flat
-        return x.reshape(-1, *x.shape[2:])[flat]
+        return x.reshape(-1, *x.shape[2:])[flat], batch_sizes
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g, _g_sizes=None):
         shape = ctx.shape
         rows = _creation.zeros(shape[0] * shape[1], *shape[2:], dtype=g.dtype)
         return rows.index_add(0, _creation.tensor(ctx.flat), g).reshape(shape)
@@ -206,9 +207,9 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | list[int], batch_first
     # Row indices of the valid (t, b) pairs, time-major: one gather makes all of data.
     tt, bb = np.nonzero(lens[None, :] > t[:, None])
     flat = bb * steps + tt if batch_first else tt * batch + bb
-    data = _PackPadded.apply(input, flat=flat)
-    return PackedSequence(data, _creation.tensor(batch_sizes, dtype=_dtype.int64),
-                          sorted_indices, None)
+    data, batch_sizes = _PackPadded.apply(input, flat=flat,
+                                          batch_sizes=batch_sizes.astype(np.int64))
+    return PackedSequence(data, batch_sizes, sorted_indices, None)
 
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
@@ -228,17 +229,17 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
         max_len = total_length
     data = sequence.data
     batch = int(batch_sizes[0])
-    valid = batch_sizes[:, None] > np.arange(batch)[None, :]       # (T, B)
-    lens = valid.sum(0)
-    # Every padded slot gathers from one extra padding row appended after the data.
-    src = np.full((max_len, batch), data.shape[0], dtype=np.int64)
-    src[:valid.shape[0]][valid] = np.arange(data.shape[0])
+    lens = (batch_sizes[:, None] > np.arange(batch)[None, :]).sum(0)
+    # ATen's loop: each run of steps with one batch size is one block copied in (CopySlices).
+    out = _creation.full((max_len, batch, *data.shape[1:]), padding_value, dtype=data.dtype)
+    start, offset = 0, 0
+    for t in range(1, len(batch_sizes) + 1):
+        if t == len(batch_sizes) or batch_sizes[t] != batch_sizes[start]:
+            bs, n = int(batch_sizes[start]), int(batch_sizes[start]) * (t - start)
+            out[start:t, :bs] = data[offset:offset + n].view(t - start, bs, *data.shape[1:])
+            start, offset = t, offset + n
     if batch_first:
-        src = src.T
-    pad_row = _creation.full((1, *data.shape[1:]), padding_value, dtype=data.dtype)
-    ext = cat([data, pad_row], 0)
-    out = ext[_creation.tensor(src.reshape(-1), dtype=_dtype.int64)]
-    out = out.reshape(*src.shape, *data.shape[1:])
+        out = out.transpose(0, 1)
     lengths = _creation.tensor(lens, dtype=_dtype.int64)
     if sequence.unsorted_indices is not None:
         unsorted = sequence.unsorted_indices

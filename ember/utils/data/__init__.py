@@ -12,6 +12,7 @@ from ember.utils.data.dataset import (
     TensorDataset,
     random_split,
 )
+from ember.utils.data.distributed import DistributedSampler
 from ember.utils.data.sampler import (
     BatchSampler,
     RandomSampler,
@@ -22,7 +23,7 @@ from ember.utils.data.sampler import (
 )
 
 __all__ = [
-    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
+    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
     "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "Subset",
     "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "default_collate",
     "default_convert", "get_worker_info", "random_split",

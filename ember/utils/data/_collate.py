@@ -48,7 +48,7 @@ def default_collate(batch):
     if isinstance(elem, int):
         return tensor(batch)
     if isinstance(elem, float):
-        return tensor(batch, dtype="float64")
+        return tensor(batch, dtype=float)  # the Python type float is float64, as in torch
     if isinstance(elem, str | bytes):
         return batch
     if isinstance(elem, cabc.Mapping):

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import multiprocessing as mp
-import queue
 
 from ember._random import integer_sample
-from ember.utils.data import _worker
 from ember.utils.data._collate import default_collate, default_convert
+from ember.utils.data._worker_pool import MultiProcessIter
 from ember.utils.data.dataset import IterableDataset
 from ember.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
-
-_POLL = 0.2  # seconds between checks that workers are still alive
 
 
 class _InfiniteConstantSampler:
@@ -103,11 +99,16 @@ class DataLoader:
         self._auto_collation = auto
         self._persistent_iter = None
 
+    @property
+    def _index_sampler(self):
+        """What yields the fetch requests: the batch sampler when batching, else the sampler."""
+        return self.batch_sampler if self.batch_sampler is not None else self.sampler
+
     def _index_stream(self):
         if self._iterable:
             size = self.batch_size if self.batch_size is not None else 1
             return (_IterRequest(size) for _ in itertools.count())
-        return iter(self.batch_sampler if self._auto_collation else self.sampler)
+        return iter(self._index_sampler)
 
     def _fetcher(self) -> _Fetcher:
         return _Fetcher(self.collate_fn, self._auto_collation, self.drop_last)
@@ -122,10 +123,10 @@ class DataLoader:
             self._base_seed()
             return _single_process_iter(self)
         if self.persistent_workers:
-            if self._persistent_iter is None or not self._persistent_iter.reset():
-                self._persistent_iter = _MultiProcessIter(self)
+            if self._persistent_iter is None or not self._persistent_iter.reset(self):
+                self._persistent_iter = MultiProcessIter(self)
             return self._persistent_iter
-        return _MultiProcessIter(self)
+        return MultiProcessIter(self)
 
     def __len__(self) -> int:
         if self._iterable:
@@ -160,132 +161,3 @@ def _single_process_iter(loader: DataLoader):
             yield fetch(source, indices)
         except StopIteration:
             return
-
-
-class _MultiProcessIter:
-    """Workers fetch batches in parallel; batches come back in sampler order."""
-
-    def __init__(self, loader: DataLoader) -> None:
-        self.shutdown = False
-        self.workers, self.index_queues = [], []
-        self.loader = loader
-        ctx = loader.multiprocessing_context
-        if isinstance(ctx, str) or ctx is None:
-            ctx = mp.get_context(ctx or ("fork" if "fork" in mp.get_all_start_methods()
-                                         else None))
-        base_seed = loader._base_seed()
-        n = loader.num_workers
-        self.result_queue = ctx.Queue()
-        fetch = loader._fetcher()
-        for wid in range(n):
-            iq = ctx.Queue()
-            w = ctx.Process(target=_worker.worker_loop, daemon=True, args=(
-                loader.dataset, iq, self.result_queue, fetch, wid, n, base_seed + wid,
-                loader.worker_init_fn, loader._iterable))
-            w.start()
-            self.index_queues.append(iq)
-            self.workers.append(w)
-        self._start_epoch()
-
-    def _start_epoch(self) -> None:
-        self.index_stream = self.loader._index_stream()
-        self.send_idx = self.rcvd_idx = 0
-        self.task_worker: dict = {}
-        self.buffer: dict = {}
-        self.exhausted = False
-        self.active = set(range(len(self.workers)))
-        self.next_worker = itertools.cycle(range(len(self.workers)))
-        for _ in range(self.loader.prefetch_factor * len(self.workers)):
-            self._send()
-
-    def reset(self) -> bool:
-        """Start another epoch on the same (persistent) workers, if this one finished."""
-        if self.shutdown or self.task_worker:
-            self._shutdown()
-            return False
-        self._start_epoch()
-        return True
-
-    def _send(self) -> None:
-        if self.exhausted or not self.active:
-            return
-        try:
-            indices = next(self.index_stream)
-        except StopIteration:
-            self.exhausted = True
-            return
-        wid = next(self.next_worker)
-        while wid not in self.active:
-            wid = next(self.next_worker)
-        self.index_queues[wid].put((self.send_idx, indices))
-        self.task_worker[self.send_idx] = wid
-        self.send_idx += 1
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        while True:
-            if self.rcvd_idx in self.buffer:
-                data = self.buffer.pop(self.rcvd_idx)
-                del self.task_worker[self.rcvd_idx]
-                self.rcvd_idx += 1
-                if isinstance(data, _worker.IterableEnd):
-                    self.active.discard(data.worker_id)
-                    continue
-                self._send()
-                if isinstance(data, _worker.ExceptionWrapper):
-                    self._shutdown()
-                    data.reraise()
-                return data
-            if not self.task_worker:
-                if not self.loader.persistent_workers:
-                    self._shutdown()
-                raise StopIteration
-            idx, data = self._get()
-            self.buffer[idx] = data
-
-    def _get(self):
-        timeout = self.loader.timeout
-        waited = 0.0
-        while True:
-            try:
-                return self.result_queue.get(timeout=_POLL)
-            except queue.Empty:
-                waited += _POLL
-                dead = [w.pid for w in self.workers if not w.is_alive()]
-                if dead:
-                    self._shutdown()
-                    pids = ", ".join(map(str, dead))
-                    raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited "
-                                       "unexpectedly") from None
-                if timeout and waited >= timeout:
-                    self._shutdown()
-                    raise RuntimeError(f"DataLoader timed out after {timeout} seconds") from None
-
-    def __len__(self) -> int:
-        return len(self.loader)
-
-    def _shutdown(self) -> None:
-        if self.shutdown:
-            return
-        self.shutdown = True
-        for q in self.index_queues:
-            try:
-                q.put(None)
-            except (OSError, ValueError):
-                pass
-        for w in self.workers:
-            w.join(timeout=2)
-            if w.is_alive():
-                w.terminate()
-                w.join(timeout=1)
-        for q in (*self.index_queues, getattr(self, "result_queue", None)):
-            if q is None:
-                continue
-            q.cancel_join_thread()
-            q.close()
-
-    def __del__(self) -> None:
-        self._shutdown()
-

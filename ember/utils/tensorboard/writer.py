@@ -1,23 +1,16 @@
 """SummaryWriter: TensorBoard event files via tensorboardX, plus ember's autograd graph.
 
-tensorboardX is an optional dependency (``pip install ember[tensorboard]``); this module only
-converts ember tensors to NumPy and turns the autograd graph into a GraphDef.
+tensorboardX is an optional dependency (``pip install ember[tensorboard]``), needed to import
+this module; it only converts ember tensors to NumPy and turns the autograd graph into a
+GraphDef.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import tensorboardX
 
 from ember._tensor import Tensor
-
-
-def _tbx():
-    try:
-        import tensorboardX
-    except ImportError:
-        raise ImportError("ember.utils.tensorboard needs tensorboardX: pip install tensorboardX "
-                          "(or pip install 'ember[tensorboard]')") from None
-    return tensorboardX
 
 
 def _np(x):
@@ -31,7 +24,7 @@ class SummaryWriter:
 
     def __init__(self, log_dir: str | None = None, comment: str = "", purge_step=None,
                  max_queue: int = 10, flush_secs: int = 120, filename_suffix: str = "") -> None:
-        self._writer = _tbx().SummaryWriter(log_dir, comment=comment, purge_step=purge_step,
+        self._writer = tensorboardX.SummaryWriter(log_dir, comment=comment, purge_step=purge_step,
                                             max_queue=max_queue, flush_secs=flush_secs,
                                             filename_suffix=filename_suffix)
         self.log_dir = self._writer.logdir

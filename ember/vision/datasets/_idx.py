@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import math
 import os
+import zlib
 
 import numpy as np
 
@@ -22,8 +24,8 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
             raw = f.read()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
-    except (OSError, EOFError) as e:
-        raise IDXError(f"{path}: cannot read IDX file ({e})") from None
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
+        raise IDXError(f"{path}: cannot read IDX file ({type(e).__name__}: {e})") from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _TYPES:
         raise IDXError(f"{path}: not an IDX file (bad magic number {raw[:4].hex() or 'empty'})")
     ndim = raw[3]
@@ -31,7 +33,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
         raise IDXError(f"{path}: truncated IDX header ({ndim} dimensions)")
     dims = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
     dt = np.dtype(_TYPES[raw[2]])
-    expected = int(np.prod(dims)) * dt.itemsize
+    expected = math.prod(dims) * dt.itemsize
     body = raw[4 + 4 * ndim:]
     if len(body) != expected:
         raise IDXError(f"{path}: IDX data length {len(body)} does not match dimensions "

@@ -1,0 +1,163 @@
+"""Code generation: a program (``ir.Graph``) becomes the source of one straight-line Python
+function over NumPy calls, which ``compile_graph`` turns into a function with ``exec``.
+
+Each value is a local named after the op that made it; a comment names the module and op
+whenever they change; a local is deleted after its last use, so an intermediate's memory goes
+back as soon as it is dead. Objects that have no literal form (constants, dtypes, generators,
+ufuncs outside ``np``) are bound as globals of the function.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.compiler.ir import Graph, Node, Value
+
+
+class _Namer:
+    """Gives non-literal objects global names in the generated module, apart from the
+    program's local value names (``taken``)."""
+
+    def __init__(self, taken: set) -> None:
+        self.globals: dict = {"np": np}
+        self.by_id: dict = {}
+        self.taken = taken
+
+    def bind(self, obj, hint: str) -> str:
+        key = id(obj)
+        if key in self.by_id:
+            return self.by_id[key]
+        hint = "".join(ch if ch.isalnum() else "_" for ch in hint.split(" ")[0]) or "k"
+        hint = hint if hint[0].isalpha() else f"k_{hint}"
+        name, n = hint, 0
+        while name in self.globals or name in self.taken:
+            n += 1
+            name = f"{hint}_{n}"
+        self.globals[name] = obj
+        self.by_id[key] = name
+        return name
+
+
+def _numpy_name(obj, namer: _Namer, hint: str) -> str:
+    from ember.compiler.traced import _ORIGINAL
+
+    name = getattr(obj, "__name__", None)
+    if name and (getattr(np, name, None) is obj or _ORIGINAL.get(name) is obj):
+        return f"np.{name}"
+    return namer.bind(obj, name or hint)
+
+
+def _expr(obj, namer: _Namer) -> str:
+    if isinstance(obj, Value):
+        if obj.kind == "constant":
+            return namer.bind(obj.const, obj.name)
+        return obj.name
+    if obj is None or obj is Ellipsis or isinstance(obj, bool | int | str):
+        return repr(obj)
+    if type(obj) is float:
+        return repr(obj) if math.isfinite(obj) else namer.bind(obj, "k")
+    if isinstance(obj, np.generic) and repr(obj).startswith("np.") and np.isfinite(obj):
+        return repr(obj)  # np.float32(1.01): keeps float32 math float32
+    if type(obj) is tuple:
+        inner = ", ".join(_expr(o, namer) for o in obj)
+        return f"({inner},)" if len(obj) == 1 else f"({inner})"
+    if type(obj) is list:
+        return "[" + ", ".join(_expr(o, namer) for o in obj) + "]"
+    if type(obj) is dict and all(isinstance(k, str) for k in obj):
+        return "{" + ", ".join(f"{k!r}: {_expr(v, namer)}" for k, v in obj.items()) + "}"
+    if isinstance(obj, slice):
+        return (f"slice({_expr(obj.start, namer)}, {_expr(obj.stop, namer)}, "
+                f"{_expr(obj.step, namer)})")
+    if isinstance(obj, type) and getattr(np, obj.__name__, None) is obj:
+        return f"np.{obj.__name__}"
+    if isinstance(obj, np.dtype):
+        if obj.isbuiltin and getattr(np, obj.type.__name__, None) is obj.type:
+            return f"np.{obj.type.__name__}"
+        return namer.bind(obj, f"{obj.name}_t")
+    return namer.bind(obj, type(obj).__name__.lower())
+
+
+def _call(node: Node, namer: _Namer) -> str:
+    kind = node.kind
+    args = [_expr(a, namer) for a in node.args]
+    args += [f"{k}={_expr(v, namer)}" for k, v in node.kwargs.items()]
+    if kind[0] == "ufunc":
+        fn = _numpy_name(kind[1], namer, "ufunc")
+        return f"{fn}({', '.join(args)})" if kind[2] == "__call__" else \
+            f"{fn}.{kind[2]}({', '.join(args)})"
+    if kind[0] == "function":
+        return f"{_numpy_name(kind[1], namer, 'fn')}({', '.join(args)})"
+    if kind[0] == "random":
+        return f"{namer.bind(kind[1], 'generator')}.{kind[2]}({', '.join(args)})"
+    if kind[0] == "alias":  # an allocation that became a persistent buffer
+        return args[0]
+    self_, rest = args[0], args[1:]
+    if kind[1] == "__getitem__":
+        return f"{self_}[{rest[0]}]"
+    if kind[1] == "__setitem__":
+        return f"{self_}[{rest[0]}] = {rest[1]}"
+    return f"{self_}.{kind[1]}({', '.join(rest)})"
+
+
+def _last_uses(graph: Graph, keep: set) -> dict:
+    """For each node index, the values whose last use is there (and may be deleted after)."""
+    last: dict = {}
+    for i, node in enumerate(graph.nodes):
+        for v in (*node.inputs(), *node.outputs):
+            if v.kind == "result":
+                last[id(v)] = (i, v)
+    dead: dict = {}
+    for i, v in last.values():
+        if id(v) not in keep:
+            dead.setdefault(i, []).append(v)
+    return dead
+
+
+def _tuple(items: list) -> str:
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def python_source(graph: Graph, name: str, saved: tuple | None = None) -> tuple:
+    """The function's source and the globals it needs. It returns the tuple of the graph's
+    outputs, or (when ``saved`` is given) that and the tuple of values saved for another
+    program."""
+    taken = {v.name for v in graph.placeholders}
+    taken.update(v.name for n in graph.nodes for v in n.outputs)
+    namer = _Namer(taken)
+    keep = {id(v) for v in (*graph.outputs, *(saved or ())) if v is not None}
+    # A view keeps its base's memory alive anyway: deleting the base early changes nothing,
+    # so only values whose storage is their own are deleted.
+    dead = _last_uses(graph, keep)
+    params = ", ".join(v.name for v in graph.placeholders)
+    lines = [f"def {name}({params}):"]
+    context = None
+    for i, node in enumerate(graph.nodes):
+        if node.context != context and node.context:
+            lines.append(f"    # {node.context}")
+            context = node.context
+        call = _call(node, namer)
+        new = [v for v in node.outputs if v not in node.writes]
+        if node.kind == ("method", "__setitem__") or not new:
+            lines.append(f"    {call}")
+        elif node.tuple_result:
+            lines.append(f"    {', '.join(v.name for v in node.outputs)}, = {call}")
+        else:
+            lines.append(f"    {new[0].name} = {call}")
+        gone = [v.name for v in dead.get(i, ()) if v.storage is v or v.storage is None]
+        if gone:
+            lines.append(f"    del {', '.join(gone)}")
+    ret = _tuple(["None" if v is None else _expr(v, namer) for v in graph.outputs])
+    if saved is not None:
+        ret += ", " + _tuple([_expr(v, namer) for v in saved])
+    lines.append(f"    return {ret}")
+    return "\n".join(lines), namer.globals
+
+
+def compile_graph(graph: Graph, name: str, saved: tuple | None = None):
+    """The Python function for ``graph`` (see ``python_source``) and its source."""
+    source, glob = python_source(graph, name, saved)
+    code = compile(source, f"<ember.compile {name}>", "exec")
+    exec(code, glob)  # noqa: S102 - the source is ours, generated just above
+    return glob[name], source
