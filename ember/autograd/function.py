@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 
 from ember._backend import _Cuda, gpu_gaps, one_device
+from ember._layout import iterator_layout
 from ember.autograd import forward_ad, graph
 from ember.autograd.anomaly_mode import forward_stack
 from ember.autograd.grad_mode import STATE, no_grad
@@ -378,6 +379,8 @@ class Op(Function):
                 out = cls.forward(_Scratch(), *arrays, **kw)
         else:
             out = cls.forward(_Scratch(), *arrays, **kw)
+        if cls.broadcasts:  # torch's layout for the result (NumPy's may differ)
+            out = iterator_layout(out, arrays)
         if type(out) is tuple:
             return tuple(Tensor._make(o) for o in out)
         res = Tensor._make(out)
@@ -400,6 +403,8 @@ class Op(Function):
                 out = cls.forward(node, *arrays, **kw)
         else:
             out = cls.forward(node, *arrays, **kw)
+        if cls.broadcasts:
+            out = iterator_layout(out, arrays)
         if cls.saves:
             plan = cls.save_for
             if plan is None:

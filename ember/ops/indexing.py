@@ -14,12 +14,12 @@ import warnings
 import numpy as np
 
 from ember._backend import add_at
+from ember._layout import broadcast_strides, element_strides, iterator_order, laid_out
 from ember._tensor import Tensor
 from ember.autograd.forward_ad import LEVEL as DUAL
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.compiler.traced import check
-from ember.ops._layout import broadcast_strides, element_strides, iterator_order, laid_out
 from ember.ops.shape import Alias, Unsqueeze
 from ember.ops.shape_strided import region_view
 

@@ -61,3 +61,24 @@ def laid_out(a: np.ndarray, order: list) -> np.ndarray:
 
 def element_strides(a: np.ndarray) -> tuple:
     return tuple(s // a.itemsize for s in a.strides)
+
+
+def iterator_layout(out, arrays) -> np.ndarray:
+    """``out``, an elementwise result of ``arrays``, laid out in TensorIterator's order where an
+    operand is not C-contiguous (NumPy orders the dims of a broadcast, permuted operand
+    differently; the layout decides whether a later ``view`` or ``flatten`` aliases it)."""
+    flags = getattr(out, "flags", None)
+    if flags is None or out.ndim < 2 or all(getattr(a, "flags", flags).c_contiguous
+                                            for a in arrays):
+        return out
+    if any(getattr(a, "flags", None) is None for a in arrays):
+        return out
+    try:  # only a result that is the operands broadcast (not, say, a matrix product)
+        if np.broadcast_shapes(*(a.shape for a in arrays)) != out.shape:
+            return out
+    except ValueError:
+        return out
+    order = iterator_order(out.shape, [(a.shape, element_strides(a)) for a in arrays if a.ndim])
+    if iterator_order(out.shape, [(out.shape, element_strides(out))]) == order:
+        return out
+    return laid_out(out, order)
