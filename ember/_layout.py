@@ -67,11 +67,16 @@ def iterator_layout(out, arrays) -> np.ndarray:
     """``out``, an elementwise result of ``arrays``, laid out in TensorIterator's order where an
     operand is not C-contiguous (NumPy orders the dims of a broadcast, permuted operand
     differently; the layout decides whether a later ``view`` or ``flatten`` aliases it)."""
-    flags = getattr(out, "flags", None)
-    if flags is None or out.ndim < 2 or all(getattr(a, "flags", flags).c_contiguous
-                                            for a in arrays):
+    for a in arrays:  # (a loop, not all(): this runs for every broadcasting op)
+        flags = getattr(a, "flags", None)
+        if flags is None:
+            return out
+        if not flags.c_contiguous:
+            break
+    else:
         return out
-    if any(getattr(a, "flags", None) is None for a in arrays):
+    if getattr(out, "flags", None) is None or out.ndim < 2 or \
+            any(getattr(a, "flags", None) is None for a in arrays):
         return out
     try:  # only a result that is the operands broadcast (not, say, a matrix product)
         if np.broadcast_shapes(*(a.shape for a in arrays)) != out.shape:
