@@ -162,7 +162,10 @@ def array_from_data(data, dt: _dtype.dtype | None) -> np.ndarray:
         return np.array(data, dtype=(dt or src).np)
     if not _is_seq(data):
         leaf_dt = _leaf_dtype(data)
-        return np.array(_leaf_value(data), dtype=leaf_dt.np).astype((dt or leaf_dt).np)
+        # Through float64, as for sequences: tensor(0.1, dtype=float64) is exactly 0.1.
+        via = np.float64 if leaf_dt.is_floating_point else leaf_dt.np
+        with np.errstate(over="ignore"):  # 1e40 in float32 is inf, silently, as in torch
+            return np.array(_leaf_value(data), dtype=via).astype((dt or leaf_dt).np)
     shape = _shape_of(data)
     flat: list = []
     if shape and shape[0]:

@@ -17,6 +17,7 @@ from ember._backend import CPU, CUDA0, check_device, is_array, to_device
 from ember._dtype import dtype as _DType
 from ember._size import Size
 from ember._tensor_casts import TensorCasts
+from ember.autograd.grad_mode import STATE
 from ember.compiler.traced import refuse
 from ember.utils.hooks import RemovableHandle
 
@@ -26,7 +27,8 @@ __all__ = ["Size", "Tensor"]
 class _Aux:
     """Rarely-used per-tensor state, allocated on first use to keep plain tensors light."""
 
-    __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name", "tangent")
+    __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name", "tangent",
+                 "views", "views_live", "multi_view")
 
     def __init__(self) -> None:
         self.hooks = None
@@ -35,6 +37,19 @@ class _Aux:
         self.grad_acc = None
         self.name = None
         self.tangent = None  # forward-mode AD's tangent at the current dual level
+        self.views = None  # weakrefs to views made while this tensor did not require grad
+        self.views_live = 0
+        self.multi_view = False  # a view from split/unbind/chunk, or a view of one
+
+    def add_view(self, view) -> None:
+        """Remember ``view`` (see ember/ops/view_history.rebase); dead ones are dropped now and
+        then, in amortised O(1)."""
+        if self.views is None:
+            self.views = []
+        elif len(self.views) >= 2 * self.views_live + 16:
+            self.views[:] = [r for r in self.views if r() is not None]
+            self.views_live = len(self.views)
+        self.views.append(weakref.ref(view))
 
 
 # The _aux of a 0-d tensor an op made from a Python number (torch's "wrapped number"): saved
@@ -48,7 +63,8 @@ _HOST_COPY = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu(
 class Tensor(TensorCasts):
     """A multi-dimensional array that records the operations applied to it for autograd."""
 
-    __slots__ = ("_data", "_rg", "_grad_fn", "_grad", "_vc", "_base", "_output_nr", "_aux",
+    # _vv: for a view, the version its history was last made at (view_history.sync_view)
+    __slots__ = ("_data", "_rg", "_grad_fn", "_grad", "_vc", "_base", "_output_nr", "_aux", "_vv",
                  "__dict__", "__weakref__")
 
     def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
@@ -94,8 +110,21 @@ class Tensor(TensorCasts):
 
     def _set_view_of(self, src: Tensor) -> None:
         """Make this tensor a view of ``src``: same base and version counter, as in torch."""
-        self._base = src._base if src._base is not None else src
+        base = self._base = src._base if src._base is not None else src
         self._vc = src._vc
+        self._vv = src._vc[0]
+        if src._aux is not None and src._aux.multi_view:  # torch propagates creation_meta
+            self._get_aux().multi_view = True
+        if not base._rg and STATE.enabled:  # it must learn if base starts to require grad
+            base._get_aux().add_view(self)
+
+    def _sync(self) -> None:
+        """Bring a view's history up to date after writes to its memory (torch regenerates a
+        view's grad_fn when its version moved; see ember/ops/view_history.py)."""
+        if self._base is not None and self._vv != self._vc[0]:
+            from ember.ops.view_history import sync_view
+
+            sync_view(self)
 
     def _alias(self) -> Tensor:
         """A new tensor object over the same storage, with no history."""
@@ -242,14 +271,17 @@ class Tensor(TensorCasts):
 
     @property
     def grad_fn(self):
+        self._sync()
         return self._grad_fn
 
     @property
     def is_leaf(self) -> bool:
+        self._sync()
         return self._grad_fn is None
 
     @property
     def output_nr(self) -> int:
+        self._sync()
         return self._output_nr
 
     @property
@@ -298,6 +330,7 @@ class Tensor(TensorCasts):
         """Keep ``.grad`` for this non-leaf tensor after backward."""
         if not self._rg:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        self._sync()
         if self._grad_fn is None or self.retains_grad:
             return
         self._get_aux().retains_grad = True
@@ -310,6 +343,7 @@ class Tensor(TensorCasts):
         """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
         if not self._rg:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        self._sync()
         if self._grad_fn is not None:
             return self._grad_fn._add_tensor_hook(self._output_nr, hook)
         return RemovableHandle.add(self._hooks_dict()[0], hook)
@@ -354,6 +388,7 @@ class Tensor(TensorCasts):
     def data(self) -> Tensor:
         t = Tensor._make(self._data)
         t._base = self._base if self._base is not None else None
+        t._vv = None  # not a view for autograd
         return t
 
     @data.setter

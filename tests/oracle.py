@@ -239,3 +239,33 @@ def gradgrad_check(fn, *arrays, **kw) -> None:
         return total
 
     fd_check(grad_fn, *arrays, **kw)
+
+
+def _double_backward(lib, fn, arrays, seed):
+    xs = [lib.tensor(a, requires_grad=True) for a in arrays]
+    out = fn(lib, *xs)
+    rng = np.random.default_rng(seed)
+    u = lib.tensor(rng.standard_normal(tuple(out.shape)), dtype=out.dtype)
+    g = lib.autograd.grad(out, xs, u, create_graph=True, allow_unused=True)
+    terms = [(gi * lib.tensor(rng.standard_normal(tuple(x.shape)), dtype=x.dtype)).sum()
+             for gi, x in zip(g, xs) if gi is not None and gi.requires_grad]
+    gg = lib.autograd.grad(sum(terms), xs, allow_unused=True) if terms else None
+    return g, gg
+
+
+def check_double_backward(fn, *arrays, seed: int = 0, atol=1e-5, rtol=1e-4) -> None:
+    """``fn(lib, *inputs)``'s first-order gradients (built with create_graph, for a random
+    upstream gradient) and the gradients of a random linear functional of them equal torch's:
+    values, which are None, and which require grad (a gradient with no history in torch, such
+    as zeros_like(grad), must have none in ember)."""
+    eg, egg = _double_backward(ember, fn, arrays, seed)
+    tg, tgg = _double_backward(torch, fn, arrays, seed)
+    for what, es, ts in (("grad", eg, tg), ("grad of grad", egg, tgg)):
+        assert (es is None) == (ts is None), f"{what}: torch {ts}, ember {es}"
+        for i, (e, t) in enumerate(zip(es or (), ts or ())):
+            assert (e is None) == (t is None), f"{what} {i}: torch {t}, ember {e}"
+            if t is not None:
+                assert e.requires_grad == t.requires_grad, f"{what} {i}: requires_grad"
+                if t._is_zerotensor():  # torch's ZeroTensor has no numpy()
+                    t = torch.zeros_like(t)
+                assert_same(e, t, atol, rtol, what=f"{what} {i}")

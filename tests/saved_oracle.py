@@ -49,13 +49,6 @@ COMPOSED = {
     "GridSampler3DBackward0": _GRID,
 }
 
-# Tests whose graphs differ from torch's for a reason outside what backward saves.
-TESTS = {
-    "tests/test_indexing.py::test_setitem_through_views_rebases_base_like_torch":
-        "view grad_fn regeneration (being fixed elsewhere): a view taken before its base gains "
-        "history through another view keeps grad_fn None in ember",
-}
-
 SAVED_LOG = os.environ.get("EMBER_SAVED_LOG")
 
 
@@ -121,7 +114,7 @@ def _mismatch(ne, nt: int, eo, to, sub) -> None:
     if eo is not None and ne + sum(NODE_OFFSETS.get(n.name(), (0,))[0]
                                    for n in _nodes(eo)) == nt:
         return
-    if test in TESTS or any(n.name() in COMPOSED for n in _nodes(to)):
+    if any(n.name() in COMPOSED for n in _nodes(to)):
         return
     names = [type(o.grad_fn).__name__ for o in _flat(to)
              if isinstance(o, torch.Tensor) and o.grad_fn is not None]

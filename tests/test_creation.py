@@ -461,3 +461,10 @@ def test_seeded_random_fill_is_torchs(k):
         lib.manual_seed(9)
         out.append(RANDOM_FILLS[k](lib).tolist())
     assert out[0] == out[1]
+
+
+def test_a_python_float_keeps_its_float64_value():
+    # the scalar path went through float32 first: tensor(0.5386, dtype=float64) lost digits
+    same(lambda m: m.tensor(-0.5386, dtype=m.float64).item())
+    same(lambda m: m.tensor(0.1, dtype=m.float64, requires_grad=True).item())
+    same(lambda m: (m.tensor(1e40), m.tensor(1e40, dtype=m.float16)))

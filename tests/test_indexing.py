@@ -7,7 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig
+from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig, same
 
 import ember
 
@@ -332,3 +332,46 @@ def test_random_keys_get_and_set_match_torch(case):
         y[make(m)] = 0.5
         return y
     check(setter, a)
+
+
+@pytest.mark.parametrize("key", [slice(None), slice(0, 2), slice(0, 5), slice(None, 2),
+                                 Ellipsis, (Ellipsis, slice(None, 2))])
+def test_setitem_of_the_whole_tensor_is_copy_or_fill(key):
+    # torch skips a slice keeping a whole dim: x[:2] = v on 2 rows is x.fill_(v), whose
+    # gradient for the old values (zeros_like) has no history
+    def fn(m, x, v):
+        t = x * 1
+        t[key] = v
+        return t.grad_fn.name().split("::")[-1], m.autograd.grad(
+            (t * t).sum(), x, create_graph=True)[0].requires_grad
+    for v in (lambda m: 2.0, lambda m: m.ones(2)):
+        same(lambda m, v=v: fn(m, m.tensor([1.0, 2.0], requires_grad=True), v(m)))
+    check(lambda m, x: _set(m, x, key), arr(2))
+
+
+def test_setitem_partial_slices_are_still_copy_slices():
+    same(lambda m: _set(m, m.tensor([1.0, 2.0], requires_grad=True), slice(-2, None))
+         .grad_fn.name().split("::")[-1])
+
+
+def _set(m, x, key):
+    t = x * 1
+    t[key] = 3.0
+    return t
+
+
+@pytest.mark.parametrize("shape", [(1, 0, 1), (2, 0), (0,), (1, 2)])
+def test_index_bounds_of_empty_tensors(shape):
+    # torch checks an index against its dim only where elements are visited: none in an
+    # empty tensor whose dim has elements; a dim of size 0 refuses any index
+    def get(m, x):
+        return x[m.tensor([0, 5])], x[[0, 5]]
+
+    def put(m, x):
+        x[m.tensor([0, 5])] = 1.0
+        return x
+    for fn in (get, put):
+        if 0 in shape[:1] or 0 not in shape:
+            check_error(fn, arr(*shape), match="out of bounds")
+        else:
+            check(fn, arr(*shape), grad=False)

@@ -228,3 +228,15 @@ def test_scatter_reduce_errors_and_inplace():
     check_error(lambda m, x, i: x.scatter_reduce(0, i, x[:2], "foo"), arr(3, 4), SR_IDX,
                 match="reduce argument must be either sum, prod, mean, amax or amin")
     check(lambda m, x, i: x.clone().scatter_reduce_(0, i, x[:2] * 2, "amax"), arr(3, 4), SR_IDX)
+
+
+@pytest.mark.parametrize("shape,idx", [((3,), [-1]), ((3, 2), [0, -1]), ((3,), [3]),
+                                       ((1, 0), [-1]), ((2, 0), [3]), ((), [0, 0])])
+def test_index_select_takes_no_negative_indices(shape, idx):
+    # torch's IndexError, or its RuntimeError for an empty multi-dim input / a 0-d one
+    check_error(lambda m, x: m.index_select(x, 0, m.tensor(idx)), arr(*shape))
+
+
+def test_index_select_of_a_0d_tensor():
+    check(lambda m, x: m.index_select(x, 0, m.tensor([0])), arr())
+    check(lambda m, x: m.index_select(x, 0, m.tensor(0)), arr())

@@ -394,3 +394,13 @@ def test_random_inplace_chains_match_torch(steps, seed):
         check_error(backward, x0, w0, match="modified by an inplace operation")
         return
     check(fn, x0, w0, seed=seed)
+
+
+def test_inplace_with_a_tensor_keyword_argument_is_recorded():
+    def fn(m, lo):
+        x = m.tensor([-2.0, 1.0, 3.0])
+        x.clamp_(min=lo)
+        return x
+    check(fn, arr())
+    check(lambda m, lo, hi: (lo * 0 + m.tensor([-2.0, 1.0, 3.0])).clamp_(min=lo, max=hi),
+          arr(), arr(3))

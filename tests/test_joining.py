@@ -206,3 +206,7 @@ def test_meshgrid_warns_and_errors():
                 match="indexing must be one of")
     check_error(lambda m, a, b: m.meshgrid(a, b, indexing="ij"), arr(2, 2), arr(3),
                 match="Expected 0D or 1D tensor")
+
+
+def test_stack_checks_its_dim_before_the_shapes():
+    check_error(lambda m, a, b: m.stack([a, b], 2), arr(), arr(0), match="Dimension out of range")

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig
@@ -265,3 +266,13 @@ def matmul_shapes(draw):
 def test_matmul_broadcast_property(shapes):
     sa, sb = shapes
     check(lambda m, a, b: a @ b, arr(*sa), arr(*sb))
+
+
+@pytest.mark.parametrize("sa,sb", [((0, 5), (1, 5, 1)), ((2, 3), (4, 3, 5)), ((3,), (3, 2)),
+                                   ((3,), (2, 3, 4))])
+@pytest.mark.parametrize("rg", [False, True])
+def test_matmul_result_is_a_view_only_where_torchs_is(sa, sb, rg):
+    # an in-place write through such a view rebases the base (and its other views) as torch
+    def fn(m):
+        return m.matmul(m.ones(sa, requires_grad=rg), m.ones(sb))._base is None
+    assert fn(ember) == fn(torch)

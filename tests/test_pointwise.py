@@ -521,3 +521,7 @@ def test_scalar_forms_fd_and_double_backward(i):
     fd_check(SCALAR_FORMS[i], x)
     if i not in (3, 4, 11):  # linear in x: the gradient has no input dependence
         gradgrad_check(SCALAR_FORMS[i], x)
+
+
+def test_where_with_shapes_that_do_not_broadcast():
+    check_error(lambda m, a, b: m.where(a > 0, a, b), arr(3), arr(2), match="must match the size")

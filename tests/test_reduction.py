@@ -384,3 +384,7 @@ def test_mean_gradient_graph_like_torch(fn):
     assert names["ember"] == names["torch"]
     assert grad_fn_names(lambda L, t: fn(t), arr(2, 3), ember) == grad_fn_names(
         lambda L, t: fn(t), arr(2, 3), torch)
+
+
+def test_amax_checks_empty_dims_before_repeated_ones():
+    check_error(lambda m, x: x.amax((0, 0), keepdim=True), arr(0, 2), match="non-zero size")

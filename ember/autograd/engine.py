@@ -25,6 +25,7 @@ _LOCAL = graph.LOCAL
 
 
 def _root_edge(t):
+    t._sync()
     if t._grad_fn is not None:
         return t._grad_fn, t._output_nr
     if t._rg:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 
 from ember._backend import _Cuda, gpu_gaps, one_device
+from ember._iter_layout import iterator_layout
 from ember.autograd import forward_ad, graph
 from ember.autograd.anomaly_mode import forward_stack
 from ember.autograd.grad_mode import STATE, no_grad
@@ -206,6 +207,9 @@ def _custom_jvp(cls, ctx, args, outs) -> None:
 
 
 def _edges(tensors) -> tuple:
+    for t in tensors:
+        if t._base is not None and t._vv != t._vc[0]:
+            t._sync()  # a view whose memory was written since its history was made
     return tuple(
         ((t._grad_fn, t._output_nr) if t._grad_fn is not None else (grad_accumulator(t), 0))
         if t._rg else (None, 0)
@@ -386,6 +390,8 @@ class Op(Function):
                 out = cls.forward(_Scratch(), *arrays, **kw)
         else:
             out = cls.forward(_Scratch(), *arrays, **kw)
+        if cls.broadcasts:  # torch's layout for the result (NumPy's may differ)
+            out = iterator_layout(out, arrays)
         if type(out) is tuple:
             return tuple(Tensor._make(o) for o in out)
         res = Tensor._make(out)
@@ -408,6 +414,8 @@ class Op(Function):
                 out = cls.forward(node, *arrays, **kw)
         else:
             out = cls.forward(node, *arrays, **kw)
+        if cls.broadcasts:
+            out = iterator_layout(out, arrays)
         if cls.saves:
             plan = cls.save_for
             if plan is None:

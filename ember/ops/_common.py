@@ -92,6 +92,13 @@ def keep_where(mask: np.ndarray, a: np.ndarray) -> np.ndarray:
     return out.view(a.dtype)
 
 
+def c_order(a):
+    """``a`` in C order: torch's reductions, scans, softmax and cat give contiguous results
+    whatever the input's layout (NumPy keeps the input's), which views of them depend on."""
+    flags = getattr(a, "flags", None)
+    return a if flags is None or flags.c_contiguous else a.copy()
+
+
 def select(mask: np.ndarray, a, b, dtype) -> np.ndarray:
     """``np.where(mask, a, b)`` in ``dtype``, bit for bit (NaN, inf and -0.0 kept), with ``a``
     and ``b`` arrays or numbers: three integer passes, several times faster than np.where on a

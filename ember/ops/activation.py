@@ -12,11 +12,12 @@ import warnings
 import numpy as np
 
 from ember._backend import xp_of
+from ember._creation import zeros_like
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.ops import _erf
-from ember.ops._common import keep_where, select
+from ember.ops._common import c_order, keep_where, select, variant
 from ember.ops._promote import cast, float_arg, scalar
 from ember.ops.pointwise import ThresholdBackward, sigmoid, where
 from ember.ops.pointwise_special import erf
@@ -35,14 +36,42 @@ def _const(mask: np.ndarray, like: np.ndarray) -> Tensor:
     return Tensor._make(xp_of(mask).asarray(mask, dtype=like.dtype))
 
 
+class MaskedGrad(Op):
+    """``g`` times a derivative that is piecewise constant in ``x`` (``slope(x)``, an array),
+    +0 where that is 0 (even for a NaN ``g``): torch's leaky_relu_backward, hardtanh_backward,
+    ... Linear in ``g``; its gradient for ``x`` is zeros, defined (so a double backward reaches
+    ``x``, as in torch). Used under each torch node name through ``_masked``."""
+
+    saves = (1,)
+
+    @staticmethod
+    def forward(ctx, g, x, slope=None, twice=None):
+        ctx.slope, ctx.twice = slope, twice
+        d = xp_of(x).asarray(slope(x), dtype=g.dtype)
+        return keep_where(d != 0, g * d)
+
+    @classmethod
+    def backward(cls, ctx, gg):
+        if ctx.twice is not None:  # torch has no derivative for this backward
+            raise RuntimeError(f"derivative for aten::{ctx.twice} is not implemented")
+        (x,) = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (cls.apply(gg, x, slope=ctx.slope) if need[0] else None), \
+            (zeros_like(gg) if need[1] else None)
+
+
+def _masked(g: Tensor, x: Tensor, node_name: str, slope, twice=None) -> Tensor:
+    return variant(MaskedGrad, node_name).apply(g, x, slope=slope, twice=twice)
+
+
 # --- softmax family -------------------------------------------------------------------------
 
 
 def _stable_shift(x: np.ndarray, dim: int) -> np.ndarray:
-    m = x.max(axis=dim, keepdims=True)
-    # An infinite max (an all -inf row) must not turn the row into nan by (-inf) - (-inf).
-    # (A select on the small max array, not a branch on its values: ember.compile replays it.)
-    return x - np.where(np.isfinite(m), m, 0).astype(m.dtype, copy=False)
+    """``x - max(x)`` along ``dim``, as torch's kernels: a row with +inf, or all -inf, gets
+    NaN from inf - inf, and so a NaN softmax."""
+    with np.errstate(invalid="ignore"):
+        return x - x.max(axis=dim, keepdims=True)
 
 
 class Softmax(Op):
@@ -54,8 +83,9 @@ class Softmax(Op):
         ctx.dim = dim
         if x.size == 0:
             return x.copy()
-        e = np.exp(_stable_shift(x, dim))
-        e /= e.sum(axis=dim, keepdims=True)
+        e = c_order(np.exp(_stable_shift(x, dim)))
+        with np.errstate(invalid="ignore"):
+            e /= e.sum(axis=dim, keepdims=True)
         return e
 
     @staticmethod
@@ -78,8 +108,9 @@ class LogSoftmax(Op):
         ctx.dim = dim
         if x.size == 0:
             return x.copy()
-        s = _stable_shift(x, dim)
-        s -= np.log(np.exp(s).sum(axis=dim, keepdims=True))
+        s = c_order(_stable_shift(x, dim))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s -= np.log(np.exp(s).sum(axis=dim, keepdims=True))
         return s
 
     @staticmethod
@@ -238,8 +269,9 @@ class LeakyRelu(Op):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        a = x._data
-        return g * Tensor._make(select(a > 0, 1, ctx.slope, a.dtype))
+        slope = ctx.slope
+        return _masked(g, x, "LeakyReluBackwardBackward0",
+                       lambda a: np.where(a > 0, 1.0, slope))
 
 
 class Hardtanh(Op):
@@ -255,7 +287,7 @@ class Hardtanh(Op):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         lo, hi = ctx.bounds
-        return g * _const((x._data > lo) & (x._data < hi), x._data)
+        return _masked(g, x, "HardtanhBackwardBackward0", lambda a: (a > lo) & (a < hi))
 
 
 class Hardsigmoid(Op):
@@ -269,7 +301,8 @@ class Hardsigmoid(Op):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * _const(((x._data > -3) & (x._data < 3)) / 6, x._data)
+        return _masked(g, x, "HardsigmoidBackwardBackward0", lambda a: ((a > -3) & (a < 3)) / 6,
+                       twice="hardsigmoid_backward")
 
 
 class Hardswish(Op):
@@ -380,7 +413,7 @@ class Threshold(Op):
     @staticmethod
     def forward(ctx, x, threshold=0.0, value=0.0):
         ctx.threshold = threshold
-        return select(x > threshold, x, value, x.dtype)
+        return select(x <= threshold, value, x, x.dtype)  # NaN stays, as in torch
 
     @staticmethod
     def backward(ctx, g):
@@ -400,7 +433,9 @@ class Hardshrink(Op):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * _const(np.abs(x._data) > ctx.lambd, x._data)
+        lambd = ctx.lambd
+        return _masked(g, x, type(ctx).__name__[:-1] + "Backward0",
+                       lambda a: np.abs(a) > lambd)
 
 
 class Softshrink(Hardshrink):

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ember._backend import add_at
+from ember._iter_layout import broadcast_strides, element_strides, iterator_order, laid_out
 from ember._tensor import Tensor
 from ember.autograd.forward_ad import LEVEL as DUAL
 from ember.autograd.function import Op
@@ -86,11 +87,36 @@ class Index(Op):
         ctx.shape, ctx.key, ctx.accumulate = x.shape, key, accumulate
         ctx.save_extra(*key_arrays(key))
         a = _np_steps(x, key[0])
-        return a[key[1]] if key[1] is not None else a.copy()
+        if key[1] is None:
+            return a.copy()
+        out = a[key[1]]
+        return _torch_layout(a, key[1], out) if out.ndim > 1 else out
 
     @staticmethod
     def backward(ctx, g):
         return IndexGrad.apply(g, key=ctx.key, shape=ctx.shape, accumulate=ctx.accumulate)
+
+
+def _torch_layout(a: np.ndarray, adv: tuple, out: np.ndarray) -> np.ndarray:
+    """``a[adv]`` (``out``) laid out as torch's index kernel lays it out: a TensorIterator over
+    ``a`` with the indexed dims replaced by the index shape (stride 0) and the index arrays.
+    Indexed dims that are not adjacent go first, as in NumPy."""
+    items = list(adv) + [slice(None)] * (a.ndim - len(adv))
+    dims = [d for d, k in enumerate(items) if not isinstance(k, slice)]
+    arrays = [items[d] for d in dims]
+    bshape = np.broadcast_shapes(*(i.shape for i in arrays))
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        before, after = list(range(dims[0])), list(range(dims[-1] + 1, a.ndim))
+    else:
+        before, after = [], [d for d in range(a.ndim) if d not in dims]
+    st = element_strides(a)
+    nb, na = len(before), len(after)
+    operands = [(out.shape, (*(st[d] for d in before), *(0,) * len(bshape),
+                             *(st[d] for d in after)))]
+    for i in arrays:
+        bst = broadcast_strides(bshape, i.shape, element_strides(i))
+        operands.append((out.shape, (0,) * nb + bst + (0,) * na))
+    return laid_out(out, iterator_order(out.shape, operands))
 
 
 class IndexGrad(Op):
@@ -237,8 +263,7 @@ def _parse(shape: tuple, key) -> tuple:
                 adv[dim + j] = nz
             dim += k.ndim
         else:
-            _check_array(k, shape[dim], dim)
-            adv[dim] = k.astype(np.int64, copy=False)
+            adv[dim] = _check_array(k.astype(np.int64, copy=False), shape[dim], dim, 0 in shape)
             arrays.append(adv[dim])
             ints = True
             dim += 1
@@ -260,9 +285,18 @@ def _check_mask(k: np.ndarray, shape: list, dim: int) -> None:
                          f"the shape of the indexed tensor {list(shape)} at index {dim + bad}")
 
 
-def _check_array(k: np.ndarray, size: int, dim: int) -> None:
-    if k.size:
-        check(_in_bounds, k, size, dim)  # (ember.compile's replays check their own indices)
+def _check_array(k: np.ndarray, size: int, dim: int, empty: bool) -> np.ndarray:
+    """torch's bounds check of an index array. In an empty tensor that has elements along
+    ``dim`` torch checks nothing (its index kernel never runs): the indices are clipped, for
+    NumPy's sake; the result is empty anyway."""
+    if not k.size:
+        return k
+    if size == 0:
+        raise IndexError("index is out of bounds for dimension with size 0")
+    if empty:
+        return np.clip(k, -size, size - 1)
+    check(_in_bounds, k, size, dim)  # (ember.compile's replays check their own indices)
+    return k
 
 
 def _in_bounds(k: np.ndarray, size: int, dim: int) -> None:
@@ -293,8 +327,7 @@ def _adv_key(adv: dict):
 def _plain_view(x: Tensor, a: np.ndarray) -> Tensor:
     """A view of ``x`` without history (the no-grad fast path of ``x[i]`` and ``x[a:b]``)."""
     t = Tensor._make(a)
-    t._base = x._base if x._base is not None else x
-    t._vc = x._vc
+    t._set_view_of(x)
     return t
 
 

@@ -8,10 +8,12 @@ from ember import _dtype
 from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops._common import c_order
 from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import cast
 from ember.ops.indexing import Index, IndexGrad
-from ember.ops.inplace import apply_inplace
+from ember.ops.inplace import _apply_inplace, apply_inplace
+from ember.ops.memory_overlap import check_partial
 from ember.ops.shape import broadcast_shapes
 
 
@@ -34,7 +36,8 @@ class MaskedFill(Op):
     @staticmethod
     def forward(ctx, x, mask=None, value=0):
         ctx.save_extra(mask)
-        return np.where(mask, xp_of(x).asarray(value).astype(x.dtype), x)
+        # torch's masked_fill is clone(contiguous_format).masked_fill_: a contiguous result
+        return c_order(np.where(mask, xp_of(x).asarray(value).astype(x.dtype), x))
 
     @staticmethod
     def backward(ctx, g):
@@ -48,7 +51,7 @@ class MaskedFillTensor(Op):
     @staticmethod
     def forward(ctx, x, v, mask=None):
         ctx.save_extra(mask)
-        return np.where(mask, v, x)
+        return c_order(np.where(mask, v, x))
 
     @staticmethod
     def backward(ctx, g):
@@ -145,8 +148,11 @@ def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 
 def masked_fill_(x: Tensor, mask: Tensor, value) -> Tensor:
-    """In-place ``masked_fill``."""
-    return apply_inplace(x, masked_fill, mask, value)
+    """In-place ``masked_fill``: torch lets it write an expanded tensor, not one the mask
+    partly overlaps."""
+    if isinstance(mask, Tensor):
+        check_partial(x._data, mask._data)
+    return _apply_inplace(x, masked_fill, mask, value)
 
 
 def masked_scatter_(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:

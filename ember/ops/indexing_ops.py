@@ -269,14 +269,18 @@ def _check_vector_index(x: Tensor, dim: int, index: Tensor, fname: str):
     idx = index._data.reshape(-1).astype(np.int64, copy=False)
     size = x._data.shape[d] if x.ndim else 1
     if idx.size:
-        check(_vector_in_range, idx, size, d, fname)
+        check(_vector_in_range, idx, size, d, fname, x.ndim > 1 and not x._data.size)
     return d, idx
 
 
-def _vector_in_range(idx: np.ndarray, size: int, d: int, fname: str) -> None:
+def _vector_in_range(idx: np.ndarray, size: int, d: int, fname: str, empty_nd: bool) -> None:
+    if fname == "index_select" and (idx.max() >= size or idx.min() < 0):
+        # no negative indices here; torch's kernel for an empty multi-dim input says so its way
+        if empty_nd:
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id="
+                               f"{int(idx[(idx < 0) | (idx >= size)][0])} axis_dim={size}")
+        raise IndexError("index out of range in self")
     if idx.max() >= size or idx.min() < -size:
-        if fname == "index_select":
-            raise IndexError("index out of range in self")
         bad = int(idx.max() if idx.max() >= size else idx.min())
         msg = f"index {bad} is out of bounds for dimension {d} with size {size}"
         if fname == "index_add":
@@ -304,6 +308,9 @@ class IndexSelect(Op):
 
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     """The entries of ``x`` at the 1-D ``index`` along ``dim``."""
+    if x.ndim == 0 and index.numel() != 1:
+        raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
+                           f"{index.numel()} value(s)")
     d, idx = _check_vector_index(x, dim, index, "index_select")
     return IndexSelect.apply(x, index=idx, dim=d)
 

@@ -2,7 +2,8 @@
 
 Keys are parsed as for getitem (ember/ops/indexing.py). A recorded write is an IndexPut /
 CopySlices node; a write into a view of a tensor that requires grad rebases the view's base onto
-CopySlices and turns the view into an as_strided view of the new base, as torch does.
+CopySlices and regenerates the view's history over the new base, as torch does (see
+ember/ops/view_history.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.ops.indexing import Index, ZeroAt, _adv_key, _np_steps, _parse, key_arrays
-from ember.ops.shape_strided import AsStrided
+from ember.ops.memory_overlap import (
+    check_internal,
+    check_none,
+    check_partial,
+    has_internal_overlap,
+    internal_overlap_error,
+)
+from ember.ops.view_history import ViewOfBase, index_key, multi_view_error, rebase, view_index
 
 
 def _assign(target: np.ndarray, adv, v: np.ndarray, accumulate: bool = False) -> None:
@@ -48,8 +56,8 @@ class IndexPut(Op):
     node_name = "IndexPutBackward0"
 
     @staticmethod
-    def forward(ctx, x, v, key=None, accumulate=False):
-        ctx.key, ctx.vshape, ctx.accumulate = key, v.shape, accumulate
+    def forward(ctx, x, v, key=None, accumulate=False, overlap=False):
+        ctx.key, ctx.vshape, ctx.accumulate, ctx.overlap = key, v.shape, accumulate, overlap
         ctx.save_extra(*key_arrays(key))
         _assign(_np_steps(x, key[0]), key[1], v, accumulate)
         return x
@@ -57,6 +65,8 @@ class IndexPut(Op):
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
+        if ctx.overlap and need[0]:  # torch's CopySlices copies into the view of the gradient
+            raise internal_overlap_error()
         gx = (g if ctx.accumulate else ZeroAt.apply(g, key=ctx.key)) if need[0] else None
         gv = _to_shape(Index.apply(g, key=ctx.key), ctx.vshape) if need[1] else None
         return gx, gv
@@ -96,6 +106,8 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
     from ember.ops.inplace import check_inplace
 
     key = (steps, _adv_key(adv)) if arrays is None else (steps, _adv_key(adv), arrays)
+    if steps and STATE.enabled:
+        x._sync()  # torch takes the key's views of x first, which brings x's history up to date
     check_inplace(x)
     if not (STATE.enabled and (x._rg or v._rg)):
         _assign(_np_steps(x._data, steps), key[1], v._data, accumulate)
@@ -103,63 +115,73 @@ def write_at(x: Tensor, steps: tuple, adv: dict, v: Tensor, accumulate: bool = F
         return x
     base = x._base
     if base is not None and (x._rg or not base._rg):
-        multi = x.__dict__.get("_multi_view") if x._rg else None
-        if multi is not None:
-            raise RuntimeError(
-                f"Output {multi[0]} of {multi[1]} is a view and is being modified inplace. This "
-                "view is the output of a function that returns multiple views. Such functions do "
-                "not allow the output views to be modified inplace. You should replace the "
-                "inplace operation by an out-of-place one.")
-        return _write_through_view(x, base, steps, key[1:], v, accumulate)
+        _check_multi_view(x)
+        return _write_through_view(x, base, steps, key[1], v, accumulate,
+                                   arrays=key_arrays(key))
     src = Tensor._make(x._data, x._grad_fn, x._output_nr)
     src._rg = x._rg
     # torch: a write through a view of x (any basic step) rebases x onto CopySlices.
     if op is None:
         op = CopySlices if copy_slices and (steps or not adv) else IndexPut
     res = op.apply(src, v, key=key, accumulate=accumulate)
-    x._grad_fn, x._output_nr, x._rg = res._grad_fn, 0, True
+    rebase(x, res._grad_fn)
     x._vc[0] += 1
     return x
 
 
 def inplace_on_view(x: Tensor, fn, check, *args, **kwargs) -> Tensor:
-    """An in-place op on a view under autograd: ``fn`` runs on a snapshot of the view, the
-    result is written through the view (base rebased onto CopySlices, as torch).
+    """An in-place op on a view under autograd, as torch's CopySlices: ``fn`` runs on a
+    snapshot of the view whose gradient goes straight to the base, the result is written
+    through the view, the base is rebased onto CopySlices and the view's history regenerated.
     ``check(target, result)`` applies the in-place op's dtype/shape rules to a scratch target."""
     from ember.ops._promote import cast
+    from ember.ops.inplace import saved_output_moved
 
-    src = Tensor._make(x._data.copy(), x._grad_fn, x._output_nr)
-    src._rg = x._rg
-    r = fn(src, *args, **kwargs)
-    check(Tensor._make(np.empty_like(x._data)), r)
-    return write_at(x, (), {}, cast(r, x.dtype))
-
-
-def _region(xa: np.ndarray, ba: np.ndarray):
-    """Where view ``xa`` sits in C-contiguous ``ba``: (element offset, shape, element strides)."""
-    isz = ba.itemsize
-    off = xa.__array_interface__["data"][0] - ba.__array_interface__["data"][0]
-    if not ba.flags.c_contiguous or off % isz or any(s % isz for s in xa.strides):
-        return None
-    return off // isz, xa.shape, tuple(s // isz for s in xa.strides)
-
-
-def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv: tuple, v: Tensor,
-                        accumulate: bool) -> Tensor:
-    """An autograd-recorded write into a view: as torch, the base's history is rebased onto a
-    CopySlices node and the view becomes an as_strided view of the new base."""
-    region = _region(x._data, base._data)
-    if region is None:
-        raise NotImplementedError("ember: in-place writes into a view of a non-contiguous tensor "
-                                  "that requires grad are not supported; write into the base")
+    _check_multi_view(x)
+    base = x._base
+    index = _index_in(x, base)
     src = Tensor._make(base._data, base._grad_fn, base._output_nr)
     src._rg = base._rg
-    res = CopySlices.apply(src, v, key=(((3, None, region), *steps), *adv),
-                           accumulate=accumulate)
-    base._grad_fn, base._output_nr, base._rg = res._grad_fn, 0, True
+    old = ViewOfBase.apply(src, view=x._data.copy(), key=index_key(index, base._data.shape),
+                           through=True)
+    r = fn(old, *args, **kwargs)
+    check(Tensor._make(np.empty_like(x._data)), r)
+    _write_through_view(x, base, (), None, cast(r, x.dtype), False, index)
+    saved_output_moved(r, x)
+    return x
+
+
+def _check_multi_view(x: Tensor) -> None:
+    """torch refuses a recorded write into an output of split/unbind/chunk (or a view of one)."""
+    if x._aux is not None and x._aux.multi_view:
+        raise multi_view_error(x, indirect=False)
+
+
+def _index_in(x: Tensor, base: Tensor) -> np.ndarray:
+    index = view_index(x._data, base._data)
+    if index is None:
+        raise RuntimeError("ember: this view no longer shares memory with its base (its base's "
+                           ".data was replaced); write into a clone")
+    return index
+
+
+def _write_through_view(x: Tensor, base: Tensor, steps: tuple, adv, v: Tensor,
+                        accumulate: bool, index=None, arrays: tuple = ()) -> Tensor:
+    """An autograd-recorded write into a view: as torch, the base's history is rebased onto a
+    CopySlices node (a write at the base elements the view's elements alias) and the view's
+    history is regenerated over it. ``arrays``: the index tensors torch saves for the write."""
+    overlap = has_internal_overlap(x._data)
+    index = _np_steps(_index_in(x, base) if index is None else index, steps)
+    if adv is not None:
+        index = index[adv]
+    src = Tensor._make(base._data, base._grad_fn, base._output_nr)
+    src._rg = base._rg
+    res = CopySlices.apply(src, v, key=(*index_key(index, base._data.shape), arrays),
+                           accumulate=accumulate, overlap=overlap)
+    rebase(base, res._grad_fn)
     x._vc[0] += 1
-    view = AsStrided.apply(base, region=region)
-    x._grad_fn, x._output_nr, x._rg = view._grad_fn, 0, True
+    if not steps:  # torch regenerates the view written to; x itself only when that was x
+        x._sync()
     return x
 
 
@@ -174,8 +196,58 @@ def setitem(x: Tensor, key, value) -> None:
     if not (STATE.enabled and (x._rg or (type(value) is Tensor and value._rg))) and \
             _fast_set(x, key, value):
         return
-    steps, adv, _, arrays = _parse(x._data.shape, key)
+    try:
+        steps, adv, ints, arrays = _parse(x._data.shape, key)
+    except IndexError as e:  # an index array out of bounds: torch's index_put_ checks overlap first
+        if "out of bounds" in str(e) and value is x and x._data.shape[:1] != (1,) and any(
+                isinstance(k, list | Tensor | np.ndarray)
+                for k in (key if isinstance(key, tuple) else (key,))):
+            check_none(x._data, x._data)
+        raise
+    steps = _drop_full_slices(steps, x._data.shape)
+    _check_overlap(_np_steps(x._data, steps), value._data if type(value) is Tensor else None,
+                   bool(adv), ints)
+    if not steps and not adv:  # the whole tensor: torch's copy_to (copy_ or fill_), no CopySlices
+        from ember.ops.inplace import copy_, fill_
+
+        v = _value(x, value)
+        (copy_ if v.ndim or v.shape == x.shape else fill_)(x, v)
+        return
     write_at(x, steps, adv, _value(x, value), copy_slices=True, arrays=arrays)
+
+
+def _drop_full_slices(steps: tuple, shape: tuple) -> tuple:
+    """Without the slices that keep a whole dim (``0:n`` or ``:``, with a stop of at least the
+    size): torch's indexing skips them, so that ``x[:2] = v`` on 2 rows is ``x.copy_(v)``."""
+    shape, out = list(shape), []
+    for step in steps:
+        kind, dim, arg = step
+        if kind == 1 and arg.start in (None, 0) and arg.step in (None, 1) and (
+                arg.stop is None or arg.stop >= shape[dim]):
+            continue
+        if kind == 0:
+            del shape[dim]
+        elif kind == 2:
+            shape.insert(dim, 1)
+        out.append(step)
+    return tuple(out)
+
+
+def _check_overlap(target: np.ndarray, v, advanced: bool, ints: bool) -> None:
+    """torch's memory-overlap rules for ``x[key] = v`` (``target`` is ``x`` after the key's
+    basic part; ``v`` an array, or None for a number). A basic key copies or fills with a 0-d
+    tensor: the target must not overlap itself (nor, for a copy, partly overlap ``v``). An
+    advanced key is index_put_: no overlap with ``v`` at all (but a 0-d value with a mask key
+    is masked_fill_: none checked)."""
+    if advanced:
+        if v is not None and (ints or v.ndim):
+            # torch puts the value without its leading 1-dims (a view: not the same tensor)
+            lead = next((i for i, n in enumerate(v.shape) if n != 1), v.ndim)
+            check_none(target, v.reshape(v.shape[lead:]) if lead else v)
+        return
+    check_internal(target)
+    if v is not None and (v.ndim or not target.ndim):
+        check_partial(target, v)
 
 
 def _simple(k) -> bool:
@@ -198,6 +270,15 @@ def _fast_set(x: Tensor, key, value) -> bool:
     elif not _simple(key):
         return False
     v = value._data if type(value) is Tensor else value
+    if type(key) is np.ndarray:
+        if type(value) is Tensor:
+            _check_overlap(x._data, v, True, False)
+    elif type(value) is Tensor or has_internal_overlap(x._data):
+        try:
+            target = x._data[key]
+        except (IndexError, ValueError, TypeError):
+            return False
+        _check_overlap(np.asarray(target), v if type(value) is Tensor else None, False, False)
     try:
         x._data[key] = v
     except (IndexError, ValueError, TypeError):

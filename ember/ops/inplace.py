@@ -13,15 +13,18 @@ import numpy as np
 
 from ember import _dtype
 from ember._backend import to_device
+from ember._creation import zeros_like
 from ember._tensor import Tensor
 from ember.autograd import forward_ad
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
-from ember.autograd.graph import LOCAL, OUT
+from ember.autograd.graph import FREED, LOCAL, OUT
 from ember.ops._promote import float_arg, scalar
+from ember.ops.memory_overlap import check_internal, check_partial
 from ember.ops.pointwise import QualifiedNode
 from ember.ops.pointwise_math import AcoshInplace, AsinhInplace, AtanhInplace
 from ember.ops.pointwise_more import _CNAME
+from ember.ops.view_history import rebase
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -34,17 +37,27 @@ def check_inplace(x: Tensor) -> None:
     """Refuse an in-place write that would corrupt autograd (torch's errors)."""
     if not STATE.enabled:
         return
-    if x._rg and x._grad_fn is None:
-        raise RuntimeError(LEAF_INPLACE)
     # A real view of such a leaf requires grad itself; detach() aliases do not, and may be
     # written (p.detach().zero_() is common).
     if x._base is not None and x._rg and x._base._rg and x._base._grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
+    # Before the view's history is brought up to date, as torch: a view made before its base
+    # started to require grad counts as a leaf here until something regenerated its grad_fn.
+    if x._rg and x._grad_fn is None:
+        raise RuntimeError(LEAF_INPLACE)
+    x._sync()
 
 
 def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
-    """Run out-of-place ``fn(x, *args)`` and write the result into ``x``'s storage."""
+    """Run out-of-place ``fn(x, *args)`` and write the result into ``x``'s storage, with
+    torch's memory-overlap checks (an elementwise op's output is x, its inputs x and args)."""
+    check_internal(x._data)
+    check_partial(x._data, *[a._data for a in (*args, *kwargs.values()) if isinstance(a, Tensor)])
+    return _apply_inplace(x, fn, *args, **kwargs)
+
+
+def _apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
     check_inplace(x)
     tracked = STATE.enabled and (x._rg or any(isinstance(a, Tensor) and a._rg
                                               for a in (*args, *kwargs.values())))
@@ -72,14 +85,19 @@ def apply_inplace(x: Tensor, fn, *args, **kwargs) -> Tensor:
         src._data = src._data.copy()
     _write(x, r)
     forward_ad.after_inplace(x, src, r)
+    rebase(x, r._grad_fn, r._output_nr, r._rg)
+    saved_output_moved(r, x)
+    return x
+
+
+def saved_output_moved(r: Tensor, x: Tensor) -> None:
+    """The result ``r`` of an in-place op now lives in ``x``: if its node saved it, later writes
+    to ``x`` (or to its base and views) must invalidate it, as in torch."""
     node = r._grad_fn
-    x._grad_fn, x._output_nr, x._rg = node, r._output_nr, r._rg
-    if node is not None and node._saved:
-        # A saved output now lives in x: later in-place writes to x must invalidate it.
+    if node is not None and node._saved and node._saved is not FREED:
         node._saved = tuple(
             (OUT, (x._data, x._vc, x._vc[0], e[3])) if t is OUT and e[0] is r._data else (t, e)
             for t, e in node._saved)
-    return x
 
 
 def _cast_error(src: _dtype.dtype, dst: _dtype.dtype) -> RuntimeError:
@@ -124,6 +142,9 @@ def _fast(name: str, ufunc):
                 o = None
             if o is not None and (o.shape == d.shape or
                                   np.broadcast_shapes(o.shape, d.shape) == d.shape):
+                check_internal(d)
+                if type(other) is Tensor:
+                    check_partial(d, o)
                 check_inplace(self)
                 if alpha != 1:
                     o = o * scalar(alpha, d.dtype)
@@ -150,7 +171,7 @@ class Refill(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return g * 0
+        return zeros_like(g)
 
 
 def refill_op(node_name: str):
@@ -173,7 +194,7 @@ class FillT(Op):
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        return (g * 0 if need[0] else None), \
+        return (zeros_like(g) if need[0] else None), \
             (g.sum().to(_dtype.from_numpy_dtype(ctx.v_dtype)) if need[1] else None)
 
 
@@ -190,15 +211,15 @@ class CopyFrom(Op):
     @staticmethod
     def backward(ctx, g):
         need = ctx.needs_input_grad
-        return (g * 0 if need[0] else None), \
+        return (zeros_like(g) if need[0] else None), \
             (g.to(_dtype.from_numpy_dtype(ctx.src_dtype)) if need[1] else None)
 
 
 def write_values(x: Tensor, values: np.ndarray, op=_FILL) -> Tensor:
     """Overwrite ``x`` with ``values``; under autograd the overwrite is recorded as ``op``."""
     check_inplace(x)
-    if STATE.enabled and x._rg:
-        return apply_inplace(x, lambda t: op.apply(t, values=values))
+    if STATE.enabled and x._rg:  # fill_ may write an expanded tensor: no overlap checks
+        return _apply_inplace(x, lambda t: op.apply(t, values=values))
     x._data[...] = values
     x._vc[0] += 1
     return x
@@ -215,8 +236,9 @@ def fill_(x: Tensor, value) -> Tensor:
         if value.ndim:
             raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
+        check_internal(x._data)  # fill_ with a number may write an expanded tensor, not this
         if STATE.enabled and (value._rg or x._rg):
-            return apply_inplace(x, FillT.apply, value)
+            return _apply_inplace(x, FillT.apply, value)
         value = value._data
     _dtype.check_int64(value, x.dtype)
     return write_values(x, scalar(value, x._data.dtype))
@@ -233,8 +255,10 @@ def copy_(x: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
             a = xs[-i] if i <= len(xs) else 1
             raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
                                f"({ss[-i]}) at non-singleton dimension {len(ss) - i}")
+    check_internal(x._data)
+    check_partial(x._data, src._data)
     if STATE.enabled and (src._rg or x._rg):
-        return apply_inplace(x, CopyFrom.apply, src)
+        return _apply_inplace(x, CopyFrom.apply, src)
     check_inplace(x)
     s = src._data if type(src._data) is type(x._data) else to_device(src._data, x.device)
     np.copyto(x._data, np.broadcast_to(s, xs), casting="unsafe")

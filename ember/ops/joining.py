@@ -13,6 +13,8 @@ import numpy as np
 from ember import _dtype
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
+from ember.ops._common import c_order
 from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import cast
 
@@ -42,9 +44,9 @@ class Cat(Op):
         ctx.dim, ctx.skip = dim, skip
         ctx.sizes = [a.shape[dim] if a.ndim > dim else 0 for a in arrays]
         if skip is None:
-            return np.concatenate(arrays, axis=dim)
+            return c_order(np.concatenate(arrays, axis=dim))
         kept = [a for a, s in zip(arrays, skip) if not s]
-        return np.concatenate(kept, axis=dim) if kept else np.zeros(0, arrays[0].dtype,
+        return c_order(np.concatenate(kept, axis=dim)) if kept else np.zeros(0, arrays[0].dtype,
                                                                      like=arrays[0])
 
     @staticmethod
@@ -114,7 +116,7 @@ class Stack(Op):
     @staticmethod
     def forward(ctx, *arrays, dim=0):
         ctx.dim = dim
-        return np.stack(arrays, axis=dim)
+        return c_order(np.stack(arrays, axis=dim))
 
     @staticmethod
     def backward(ctx, g):
@@ -127,11 +129,11 @@ def stack(tensors, dim: int = 0) -> Tensor:
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     ref = tensors[0]._data.shape
+    d = _wrap_dim(dim, len(ref) + 1)  # checked first, as in torch
     for i, t in enumerate(tensors):
         if t._data.shape != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(ref)} at entry 0 and {list(t.shape)} at entry {i}")
-    d = _wrap_dim(dim, len(ref) + 1)
     dt = tensors[0].dtype
     for t in tensors[1:]:
         dt = _dtype.promote_types(dt, t.dtype)
@@ -232,10 +234,10 @@ class Unbind(Op):
 
 
 def _views(x: Tensor, outs: tuple) -> tuple:
-    for i, o in enumerate(outs):
+    for o in outs:
         o._set_view_of(x)
-        if o._grad_fn is not None:  # torch refuses in-place writes into these (see write_at)
-            o.__dict__["_multi_view"] = (i, o._grad_fn.name())
+        if STATE.enabled:  # torch refuses in-place writes that reach these (view_history.py)
+            o._get_aux().multi_view = True
     return outs
 
 

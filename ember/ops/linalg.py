@@ -349,9 +349,11 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) ->
 
 
 class _SqueezeInplace(Squeeze):
-    """torch's matmul squeezes its vector @ matrix result in place (SqueezeBackward4)."""
+    """torch's matmul squeezes its vector @ matrix result in place (SqueezeBackward4): the
+    result is not a view."""
 
     node_name = "SqueezeBackward4"
+    view = False
 
 
 def _unsafe_view(t: Tensor, shape: tuple) -> Tensor:
@@ -388,7 +390,9 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         # (b^T @ a^T)^T: the same fold, on the transposed problem, as torch does.
         if da == 1:
             return matmul(b.mT, a)
-        return matmul(b.mT, a.t()).mT.contiguous()
+        out = matmul(b.mT, a.t()).mT.contiguous()
+        # a view of the transposed product only when recorded (torch's no-grad path has none)
+        return out if out._grad_fn is not None else Tensor._make(out._data)
     return _batched(a, b)
 
 

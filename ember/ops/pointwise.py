@@ -12,11 +12,13 @@ import numpy as np
 
 from ember import _backend, _dtype
 from ember._backend import device_of, to_device
+from ember._creation import zeros_like
 from ember._tensor import Tensor
 from ember.autograd.function import Op, OpNode
 from ember.ops._common import elementwise_op, float_unary, keep_where, quiet
 from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import binary_args, check_broadcast, scalar
+from ember.ops.memory_overlap import is_dense
 
 
 class ToCopy(Op):
@@ -59,8 +61,8 @@ class Clone(Op):
 
     @staticmethod
     def forward(ctx, x, memory_format=None):
-        if memory_format is None:
-            return x.copy()
+        if memory_format is None:  # preserve_format: a dense input's layout is kept, else C
+            return x.copy(order="K" if is_dense(x) else "C")
         from ember._layout import copy_as
 
         return copy_as(x, memory_format)
@@ -71,8 +73,8 @@ class Clone(Op):
 
 
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
-    """A copy of ``x`` that stays in the graph (CloneBackward0); ``memory_format`` lays it out
-    as contiguous or channels-last (the default keeps ember's C order)."""
+    """A copy of ``x`` that stays in the graph (CloneBackward0), laid out like ``x`` (torch's
+    preserve_format) or, with ``memory_format``, contiguous or channels-last."""
     if memory_format is None:
         return Clone.apply(x)
     from ember import _layout
@@ -191,7 +193,7 @@ class Div(Op):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
         ga = g / b if need[0] else None
-        gb = -g * a / (b * b) if need[1] else None
+        gb = -g * ((a / b) / b) if need[1] else None  # torch's order of operations
         return ga, gb
 
 
@@ -406,7 +408,8 @@ Relu = elementwise_op("Relu", lambda x: np.maximum(x, 0),
 class ThresholdBackward(Op):
     """torch's ``threshold_backward``: ``g`` where ``x > threshold``, else 0, the gradient of
     relu and threshold. A select, not ``g * mask``: a NaN in ``g`` is dropped where the input
-    was cut off, as in torch. Linear in ``g``, so its own gradient is itself."""
+    was cut off, as in torch. Linear in ``g``, so its own gradient is itself; for ``x`` it is
+    zeros, but defined, so that a double backward reaches ``x`` (torch's zeros_like(grad))."""
 
     node_name = "ThresholdBackwardBackward0"
     saves = (1,)
@@ -414,12 +417,14 @@ class ThresholdBackward(Op):
     @staticmethod
     def forward(ctx, g, x, threshold=0.0):
         ctx.threshold = threshold
-        return keep_where(x > threshold, g)
+        return keep_where(~(x <= threshold), g)  # a NaN input keeps its gradient, as in torch
 
     @staticmethod
     def backward(ctx, gg):
         (x,) = ctx.saved_tensors
-        return ThresholdBackward.apply(gg, x, threshold=ctx.threshold), None
+        need = ctx.needs_input_grad
+        return (ThresholdBackward.apply(gg, x, threshold=ctx.threshold) if need[0] else None), \
+            (zeros_like(gg) if need[1] else None)
 
 exp = float_unary(Exp, "exp", "Elementwise e**x.")
 log = float_unary(Log, "log", "Natural logarithm (-inf at 0, NaN below).")
@@ -445,6 +450,10 @@ class Where(Op):
     @staticmethod
     def forward(ctx, a, b, cond=None):
         ctx.save_extra(cond)  # torch saves the condition, an input without a gradient
+        if a.shape != cond.shape or b.shape != cond.shape:
+            # The condition may broadcast a and b even where their shapes agree: the engine
+            # sums each gradient back to its input's shape.
+            ctx._shapes = (a.shape, b.shape)
         return np.where(cond, a, b)
 
     @staticmethod

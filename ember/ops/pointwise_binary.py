@@ -19,6 +19,12 @@ from ember.ops.pointwise_more import need_tensor, not_for, tensor_pair_fn
 SELF_OTHER = ("self", "other")  # what the gradient formulas below read, in this order
 
 
+def _recip_norm2(a: Tensor, b: Tensor) -> Tensor:
+    """``1 / (a^2 + b^2)``, 0 where that is 1 / 0 (torch's atan2_backward: no NaN at 0, 0)."""
+    d = a * a + b * b
+    return d.reciprocal().masked_fill(d == 0, 0)
+
+
 def _float_pair(a: Tensor, b: Tensor, kernel: str | None = None):
     """Promote to a float dtype; ``kernel`` names a kernel torch lacks for complex."""
     a, b = binary_args(a, b, float_result=True)
@@ -30,9 +36,8 @@ def _float_pair(a: Tensor, b: Tensor, kernel: str | None = None):
 
 
 # Two-input ops: the NumPy forward, then d/d(self) and d/d(other) of the gradient g.
-Atan2 = elementwise_op("Atan2", np.arctan2,
-                       lambda g, a, b: g * b * (a * a + b * b).reciprocal(),
-                       lambda g, a, b: g * -a * (a * a + b * b).reciprocal(), saves=SELF_OTHER)
+Atan2 = elementwise_op("Atan2", np.arctan2, lambda g, a, b: g * b * _recip_norm2(a, b),
+                       lambda g, a, b: g * -a * _recip_norm2(a, b), saves=SELF_OTHER)
 Hypot = elementwise_op("Hypot", np.hypot, lambda g, a, b, out: g * a / out,
                        lambda g, a, b, out: g * b / out, saves=("self", "other", "result"))
 Logaddexp = elementwise_op("Logaddexp", np.logaddexp,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
+from ember._creation import zeros_like
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.compiler.traced import check
@@ -156,9 +157,9 @@ def fmod(a, b) -> Tensor:
 
 
 def _zero_grad(g: Tensor) -> Tensor:
-    """The gradient of a piecewise-constant op (floor, sign, ...): zero everywhere, even where
-    ``g`` is inf or NaN (torch's zeros_like)."""
-    return g.new_zeros(g.shape)
+    """The gradient of a piecewise-constant op (floor, sign, ...): zeros, with no history (even
+    under create_graph) and even where ``g`` is inf or NaN, as torch's zeros_like(grad)."""
+    return zeros_like(g)
 
 
 def _round_decimals(x, decimals=0):
@@ -303,18 +304,31 @@ class ClampT(Op):
 
     @staticmethod
     def backward(ctx, g):
+        # torch's clamp_backward_min_max, in-place logical ops and their shape errors included.
         x, lo, hi = ctx.saved_tensors
         has_lo, has_hi = ctx.has
         need = ctx.needs_input_grad
         zero = g.new_zeros(())
-        keep = (x >= lo) & (x <= hi) if has_lo and has_hi else (x >= lo) if has_lo else x <= hi
-        gx = where(keep, g, zero) if need[0] else None
-        # Where min > max the result is max, so max takes the gradient there.
-        glo = where((x < lo) & (lo <= hi) if has_hi else x < lo, g, zero) \
-            if has_lo and need[1] else None
-        ghi = where((x > hi) | (lo > hi) if has_lo else x > hi, g, zero) \
-            if has_hi and need[2] else None
+        if not (has_lo and has_hi):
+            keep, other = (x >= lo, x < lo) if has_lo else (x <= hi, x > hi)
+            gb = where(other, g, zero) if need[1 if has_lo else 2] else None
+            return (where(keep, g, zero) if need[0] else None,
+                    gb if has_lo else None, None if has_lo else gb)
+        gx = where(_inplace_mask(x >= lo, x <= hi, "and"), g, zero) if need[0] else None
+        # Where min >= max the result is max: min gets no gradient there, max all of it.
+        glo = where(_inplace_mask(x < lo, lo < hi, "and"), g, zero) if need[1] else None
+        ghi = where(_inplace_mask(x > hi, hi < lo, "or"), g, zero) if need[2] else None
         return gx, glo, ghi
+
+
+def _inplace_mask(a: Tensor, b: Tensor, how: str) -> Tensor:
+    """``a.logical_and_(b)`` (or ``logical_or_``), as torch's clamp backward computes it: ``a``
+    cannot grow to the broadcast shape."""
+    shape = np.broadcast_shapes(a._data.shape, b._data.shape)
+    if shape != a._data.shape:
+        raise RuntimeError(f"output with shape {list(a.shape)} doesn't match the broadcast shape "
+                           f"{list(shape)}")
+    return (a & b) if how == "and" else (a | b)
 
 
 class _Pairwise(Op):
@@ -367,6 +381,10 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         dt = _dtype.result_type(ts)
         for t in ts[1:]:
             binary_args(x, t)  # torch's broadcast error
+        if len(ts) == 3:  # and the bounds with each other
+            from ember.ops.shape import broadcast_shapes
+
+            broadcast_shapes(*(t._data.shape for t in ts))
         x = cast(x, dt)
         lo = cast(min, dt) if min is not None else const(0, dt)
         hi = cast(max, dt) if max is not None else const(0, dt)

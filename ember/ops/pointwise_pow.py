@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import _dtype
+from ember._creation import zeros_like
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.ops._complex_grad import holomorphic
@@ -72,8 +73,8 @@ class PowScalar(Op):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         e = ctx.exponent
-        if e == 0:
-            return g * 0
+        if e == 0:  # torch: zeros_like(self), with no history
+            return zeros_like(a)
         return g * e * (a if e == 2 else a ** (e - 1))
 
 

@@ -15,9 +15,11 @@ import numpy as np
 
 from ember import _dtype
 from ember._backend import xp_of
+from ember._creation import ones_like
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.compiler.traced import capturing
+from ember.ops._common import c_order
 from ember.ops._complex_grad import holomorphic
 from ember.ops.pointwise import DivScalar, where
 
@@ -90,7 +92,7 @@ class Sum(Op):
     @staticmethod
     def forward(ctx, x, dims=None, keepdim=False, dtype=None):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        return x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim)
+        return c_order(x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, g):
@@ -117,7 +119,7 @@ class Mean(Op):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         n = reduced_size(x.shape, dims)
         ctx.n = n
-        out = x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim)
+        out = c_order(x.sum(axis=dims, dtype=dtype.np, keepdims=keepdim))
         return out / n if n else np.full_like(out, np.nan)  # a Python int keeps float32
 
     @staticmethod
@@ -186,17 +188,22 @@ class Prod(Op):
     @staticmethod
     def forward(ctx, x, dims=None, keepdim=False, dtype=None):
         ctx.dims, ctx.keepdim = dims, keepdim
-        return np.prod(x, axis=dims, keepdims=keepdim, dtype=dtype.np)
+        return c_order(np.prod(x, axis=dims, keepdims=keepdim, dtype=dtype.np))
 
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
+        if not x.ndim:  # torch returns grad itself (no history through x)
+            return g
         dims = ctx.dims if ctx.dims is not None else tuple(range(x.ndim))
         g = unsqueeze_to(g, x.shape, dims, ctx.keepdim)
         out = unsqueeze_to(out, x.shape, dims, ctx.keepdim)
         zero = x._data == 0
-        if not capturing() and not zero.any():  # (ember.compile replays the general path)
-            return g * out / x
+        if not capturing():  # (ember.compile replays the general path)
+            if not zero.any():
+                return g * (out / x)  # torch: grad * (result / input)
+            if reduced_size(x.shape, dims) == 1:  # torch: grad * ones (the others' product)
+                return g * ones_like(x)
         # With zeros, d prod / d x_k = prod of the others: nonzero only where a slice has at
         # most one zero. Written so that it stays differentiable (for gradgrad).
         z = Tensor._make(zero)
@@ -226,8 +233,8 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 # --- variance and standard deviation ----------------------------------------------------------
 
 
-def _var_fwd(ctx, x, dims, keepdim, correction):
-    ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
+def _var_fwd(ctx, x, dims, keepdim, correction, whole):
+    ctx.dims, ctx.keepdim, ctx.correction, ctx.whole = dims, keepdim, correction, whole
     n = reduced_size(x.shape, dims)
     ctx.dof = max(0, n - correction)
     m = x.sum(axis=dims, keepdims=True) / n if n else np.full(
@@ -241,6 +248,8 @@ def _var_fwd(ctx, x, dims, keepdim, correction):
 
 def _var_grad(ctx, x: Tensor, g: Tensor) -> Tensor:
     """d var / d x applied to ``g`` (which has keepdim layout)."""
+    if ctx.whole and not ctx.dof:  # torch: grad * NaN, independent of x
+        return g.expand(x.shape) * float("nan")
     centered = x - x.mean(ctx.dims, keepdim=True)
     return g * centered * (2.0 / ctx.dof if ctx.dof else float("inf"))
 
@@ -259,8 +268,8 @@ class Var(Op):
     saves = (0,)
 
     @staticmethod
-    def forward(ctx, x, dims=(), keepdim=False, correction=1):
-        return _var_fwd(ctx, x, dims, keepdim, correction)[0]
+    def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
+        return c_order(_var_fwd(ctx, x, dims, keepdim, correction, whole)[0])
 
     @staticmethod
     def backward(ctx, g):
@@ -274,8 +283,8 @@ class Std(Op):
     saves_output = True
 
     @staticmethod
-    def forward(ctx, x, dims=(), keepdim=False, correction=1):
-        return np.sqrt(_var_fwd(ctx, x, dims, keepdim, correction)[0])
+    def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
+        return c_order(np.sqrt(_var_fwd(ctx, x, dims, keepdim, correction, whole)[0]))
 
     @staticmethod
     def backward(ctx, g):
@@ -289,8 +298,8 @@ class VarMean(Op):
     saves = (0,)
 
     @staticmethod
-    def forward(ctx, x, dims=(), keepdim=False, correction=1):
-        return _var_fwd(ctx, x, dims, keepdim, correction)
+    def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
+        return _var_fwd(ctx, x, dims, keepdim, correction, whole)
 
     @staticmethod
     def backward(ctx, gv, gm):
@@ -314,8 +323,8 @@ class StdMean(Op):
     saves_output = (0,)  # the std, as torch
 
     @staticmethod
-    def forward(ctx, x, dims=(), keepdim=False, correction=1):
-        var, m = _var_fwd(ctx, x, dims, keepdim, correction)
+    def forward(ctx, x, dims=(), keepdim=False, correction=1, whole=False):
+        var, m = _var_fwd(ctx, x, dims, keepdim, correction, whole)
         return np.sqrt(var), m
 
     @staticmethod
@@ -340,7 +349,9 @@ def _var_args(name: str, x: Tensor, dim, unbiased, keepdim, correction):
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the reduction factor (input numel divided by output numel).",
                       UserWarning, stacklevel=3)
-    return dict(dims=dims, keepdim=keepdim, correction=correction)
+    # whole: a reduction over everything (dim=None or a 0-d input), as torch's var_backward
+    # tells it apart from one over all the dims listed
+    return dict(dims=dims, keepdim=keepdim, correction=correction, whole=dim is None or not x.ndim)
 
 
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
@@ -384,7 +395,7 @@ class Logsumexp(Op):
             m = np.max(x, axis=dims, keepdims=True)
             m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
             out = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
-        return out if keepdim else np.squeeze(out, dims)
+        return c_order(out if keepdim else np.squeeze(out, dims))
 
     @staticmethod
     def backward(ctx, g):
@@ -403,7 +414,7 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
 def _logical(np_fn):
     def reduce(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
         dims = None if dim is None else norm_dims(dim, x.ndim)
-        out = np_fn(x._data, axis=dims, keepdims=keepdim and dims is not None)
+        out = c_order(np_fn(x._data, axis=dims, keepdims=keepdim and dims is not None))
         return Tensor._make(out.astype(np.uint8) if x._data.dtype == np.uint8 else out)
     reduce.__name__ = np_fn.__name__
     return reduce

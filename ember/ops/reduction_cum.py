@@ -9,6 +9,7 @@ from ember._backend import accumulate
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops._common import c_order
 from ember.ops._complex_grad import holomorphic
 from ember.ops.pointwise import where
 from ember.ops.reduction import numpy_aliases
@@ -46,7 +47,7 @@ class _Cumulative(Op):
         ctx.dim = dim
         if dim is None:
             return x.astype(dtype.np)
-        return cls.fn(x, axis=dim, dtype=dtype.np)
+        return c_order(cls.fn(x, axis=dim, dtype=dtype.np))
 
 
 def _cumulative(op, x: Tensor, dim: int, dtype) -> Tensor:
@@ -83,7 +84,7 @@ class Cumprod(_Cumulative):
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         d = ctx.dim
-        if d is None:  # 0-d input
+        if d is None or x._data.shape[d] == 1 or x._data.size <= 1:  # torch: grad itself
             return g
         zero = x._data == 0
         if not zero.any():

@@ -11,6 +11,8 @@ import numpy as np
 from ember import return_types
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
+from ember.ops._common import c_order
+from ember.ops.pointwise import where
 from ember.ops.reduction import norm_dims, numpy_aliases, unsqueeze_to
 from ember.ops.sorting import _Selection, scalar_selection
 
@@ -27,7 +29,9 @@ def evenly_distribute(g: Tensor, x: Tensor, out: Tensor, dims=None, keepdim=True
     hit = x._data == out._data
     if dims is None and x._data.dtype.kind == "f" and np.isnan(out._data).any():
         hit = hit | (np.isnan(x._data) & np.isnan(out._data))
-    count = np.sum(hit, axis=dims, keepdims=True) if dims is not None else hit.sum()
+    if dims is None:  # torch writes grad / count at the hits into zeros: a NaN grad stays there
+        return where(Tensor._make(hit), g / (int(hit.sum()) or 1), 0.0)
+    count = np.sum(hit, axis=dims, keepdims=True)
     with np.errstate(invalid="ignore"):  # 0/0: NaN gradients where torch has them too
         mask = Tensor._make((hit / count).astype(x._data.dtype))
     return g * mask
@@ -71,7 +75,7 @@ class _ExtremeDim(_Selection):
         idx = cls.argfn(x, axis=dim, keepdims=True)
         ctx.dim, ctx.shape, ctx.keepdim = dim, x.shape, keepdim
         vals = cls.valfn(x, axis=dim, keepdims=keepdim)
-        return vals, (idx if keepdim else idx.squeeze(dim))
+        return c_order(vals), c_order(idx if keepdim else idx.squeeze(dim))
 
 
 class MaxDim(_ExtremeDim):
@@ -136,7 +140,7 @@ class _AExtreme(Op):
     @classmethod
     def forward(cls, ctx, x, dims=(), keepdim=False):
         ctx.dims, ctx.keepdim = dims, keepdim
-        return cls.fn(x, axis=dims, keepdims=keepdim)
+        return c_order(cls.fn(x, axis=dims, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, g):
@@ -156,6 +160,9 @@ class Amin(_AExtreme):
 
 def _a_reduce(name: str, op):
     def fn(x: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+        if x._data.size == 0 and not isinstance(dim, int) and dim:
+            for d in dim:  # torch checks empty reduction dims before repeated ones
+                _check_dim_size(name, x, _wrap_dim(d, x.ndim))
         dims = norm_dims(dim, x.ndim)
         if x._data.size == 0:
             if not (isinstance(dim, int) or dim):

@@ -10,6 +10,7 @@ from ember import _dtype
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.compiler.traced import capturing
+from ember.ops._common import c_order
 from ember.ops.pointwise import where
 from ember.ops.reduction import norm_dims, numpy_aliases, unsqueeze_to
 
@@ -42,7 +43,7 @@ class LinalgVectorNorm(Op):
     @staticmethod
     def forward(ctx, x, ord=2.0, dims=(), keepdim=False):
         ctx.ord, ctx.dims, ctx.keepdim = ord, dims, keepdim
-        return p_norm(x, ord, dims, keepdim)
+        return c_order(p_norm(x, ord, dims, keepdim))
 
     @staticmethod
     def backward(ctx, g):

@@ -6,11 +6,12 @@ through the result show in the base and the two share a version counter.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
-from ember._backend import xp_of
+from ember._backend import as_strided
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops._complex_grad import holomorphic
@@ -123,6 +124,7 @@ def _view_dtype(x: Tensor, dtype) -> Tensor:
                                f"{a.shape[-1]}")
     out = Tensor._make(a.view(dt.np))
     out._set_view_of(x)
+    out._vv = None  # not differentiable
     return out
 
 
@@ -134,9 +136,9 @@ def reshape(x: Tensor, *shape) -> Tensor:
     try:
         np.reshape(x._data, shape, copy=False)
     except ValueError:
-        from ember.ops.pointwise import clone
+        from ember.ops.pointwise import Clone
 
-        return UnsafeView.apply(clone(x), shape=shape)
+        return UnsafeView.apply(Clone.apply(x, memory_format=_contiguous_format()), shape=shape)
     return View.apply(x, shape=shape)
 
 
@@ -160,11 +162,15 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if s == e:
         return x
     shp = x.shape
-    return reshape(x, (*shp[:s], -1, *shp[e + 1:]))
+    n = math.prod(shp[s:e + 1])  # not -1: it is ambiguous in an empty tensor
+    return reshape(x, (*shp[:s], n, *shp[e + 1:]))
 
 
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     """Split dim ``dim`` into ``sizes`` (one may be -1): a view."""
+    if x.ndim == 0:
+        raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but "
+                           "tensor has no dimensions")
     d = _wrap_dim(dim, x.ndim)
     shp = x.shape
     sizes = tuple(int(s) for s in sizes)
@@ -218,6 +224,8 @@ def movedim(x: Tensor, source, destination) -> Tensor:
     n = x.ndim
     src = tuple(_wrap_dim(d, n) for d in src)
     dst = tuple(_wrap_dim(d, n) for d in dst)
+    if n == 0:
+        return Permute.apply(x, dims=())
     if len(set(src)) != len(src):
         raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
     if len(set(dst)) != len(dst):
@@ -235,7 +243,7 @@ class Transpose(Op):
     @staticmethod
     def forward(ctx, x, d0=0, d1=1):
         ctx.d0, ctx.d1 = d0, d1
-        return np.swapaxes(x, d0, d1)
+        return np.swapaxes(x, d0, d1) if x.ndim else x.view()  # 0-d: dims 0 and -1 are fine
 
     @staticmethod
     def backward(ctx, g):
@@ -376,7 +384,12 @@ class Expand(Op):
     @staticmethod
     def forward(ctx, x, shape=None):
         ctx.shape = x.shape
-        return np.broadcast_to(x, shape)
+        # Writeable, unlike np.broadcast_to: torch lets fill_, index_put_, masked_fill_ write
+        # an expanded tensor; the ops that must not refuse it (ember/ops/memory_overlap.py).
+        lead = len(shape) - x.ndim
+        strides = (0,) * lead + tuple(0 if n == 1 and m != 1 else st for n, m, st in
+                                      zip(x.shape, shape[lead:], x.strides))
+        return as_strided(x, shape, strides, writeable=True)
 
     @staticmethod
     def backward(ctx, g):
@@ -460,6 +473,12 @@ def sum_to_size(g: Tensor, *shape) -> Tensor:
     return g.reshape(shape) if lead else g
 
 
+def _contiguous_format():
+    from ember._layout import contiguous_format  # ember._layout imports nothing of ember
+
+    return contiguous_format
+
+
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     """``x`` itself if C-contiguous, else a contiguous copy (CloneBackward0)."""
     from ember.ops.pointwise import clone
@@ -479,10 +498,9 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
             return clone(x, memory_format=memory_format)
     if x._data.flags.c_contiguous:
         return x
+    from ember.ops.pointwise import Clone
 
-    out = clone(x)
-    out._data = xp_of(out._data).ascontiguousarray(out._data)
-    return out
+    return Clone.apply(x, memory_format=_contiguous_format())
 
 
 # Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).

@@ -89,7 +89,8 @@ class Flip(Op):
     @staticmethod
     def forward(ctx, x, dims=()):
         ctx.dims = dims
-        return np.flip(x, dims).copy()  # torch's flip copies: writes must not reach the input
+        # torch's flip copies (writes must not reach the input), laid out like the input
+        return np.flip(x, dims).copy(order="K")
 
     @staticmethod
     def backward(ctx, g):

@@ -107,6 +107,14 @@ class _Selection(Op):
         return put_along(g, idx, ctx.dim, ctx.shape)
 
 
+def _laid_out_like(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    if x.flags.c_contiguous or a.shape != x.shape:
+        return a
+    out = np.empty_like(x, dtype=a.dtype)
+    out[...] = a
+    return out
+
+
 def scalar_selection(ctx, x):
     """Selecting from a 0-d tensor returns it (as a copy) and index 0."""
     ctx.dim = None
@@ -128,6 +136,11 @@ class Sort(_Selection):
     @staticmethod
     def select(x, dim, descending=False):
         return _argsort(x, dim, descending)
+
+    @classmethod
+    def forward(cls, ctx, x, dim=-1, keepdim=True, **kw):
+        # torch's sort writes into tensors laid out like the input (NumPy's are C-ordered)
+        return tuple(_laid_out_like(a, x) for a in super().forward(ctx, x, dim, keepdim, **kw))
 
 
 class SortStable(Sort):
@@ -161,7 +174,7 @@ def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = F
     if x.ndim == 0:
         _dim_of(x, dim)
         return Tensor._make(np.array(0))
-    return Tensor._make(_argsort(x._data, _dim_of(x, dim), descending))
+    return Tensor._make(_laid_out_like(_argsort(x._data, _dim_of(x, dim), descending), x._data))
 
 
 def msort(x: Tensor) -> Tensor:

@@ -206,3 +206,12 @@ def test_relu_threshold_backward_selects_like_torch(fn):
     np.testing.assert_array_equal(e[0], t[0])
     assert e[1] == t[1]
     np.testing.assert_array_equal(e[2], t[2])
+
+
+@pytest.mark.parametrize("row", [[-np.inf, np.inf], [np.inf, np.inf], [-np.inf, -np.inf],
+                                 [np.nan, 1.0], [np.inf, 1.0], [-np.inf, 1.0]])
+def test_softmax_of_infinite_rows(row):
+    # torch's kernels subtract the row's max: inf - inf is NaN, for the whole row
+    a = np.array([row, [0.5, 1.0]], np.float32)
+    check(lambda m, x: x.softmax(1), a, grad=False)
+    check(lambda m, x: x.log_softmax(1), a, grad=False)
