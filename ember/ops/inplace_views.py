@@ -28,6 +28,8 @@ def _inplace_view(view_name: str):
             rename_node(r, f"{base}Backward{int(n) + _SHIFT[base + 'Backward']}")
             self._grad_fn, self._output_nr, self._rg = r._grad_fn, r._output_nr, True
         self._vc[0] += 1
+        if self._base is not None and self._vv is not None:
+            self._vv = self._vc[0]  # the view op's node is its history now: nothing to regenerate
         return self
     method.__name__ = method.__qualname__ = view_name + "_"
     method.__doc__ = f"In-place ``{view_name}``: this tensor's shape and strides change."
