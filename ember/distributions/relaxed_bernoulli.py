@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from numbers import Number
-
 import ember
 from ember._tensor import Size, Tensor
 from ember.distributions import constraints
@@ -13,6 +11,7 @@ from ember.distributions.transforms import SigmoidTransform
 from ember.distributions.utils import (
     broadcast_all,
     clamp_probs,
+    elementwise_param,
     lazy_property,
     logits_to_probs,
     probs_to_logits,
@@ -30,17 +29,7 @@ class LogitRelaxedBernoulli(Distribution):
     def __init__(self, temperature: Tensor, probs=None, logits=None,
                  validate_args: bool | None = None) -> None:
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = Size() if is_scalar else self._param.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(elementwise_param(self, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)

@@ -7,7 +7,7 @@ from functools import update_wrapper
 from numbers import Number
 
 import ember
-from ember._tensor import Tensor
+from ember._tensor import Size, Tensor
 from ember.nn import functional as F
 
 euler_constant = 0.57721566490153286060  # Euler-Mascheroni
@@ -27,6 +27,21 @@ def broadcast_all(*values) -> tuple:
                      ember.get_default_dtype())
         values = [v if isinstance(v, Tensor) else ember.tensor(v, dtype=dtype) for v in values]
     return ember.broadcast_tensors(*values)
+
+
+def elementwise_param(dist, probs, logits) -> Size:
+    """Set ``dist.probs`` or ``dist.logits`` (exactly one given) and ``dist._param``; the batch
+    shape they give (Bernoulli-like distributions: one parameter per element)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    if probs is not None:
+        (dist.probs,) = broadcast_all(probs)
+        dist._param = dist.probs
+    else:
+        (dist.logits,) = broadcast_all(logits)
+        dist._param = dist.logits
+    return Size() if isinstance(probs if probs is not None else logits, Number) \
+        else dist._param.size()
 
 
 def _standard_normal(shape, dtype, device) -> Tensor:
