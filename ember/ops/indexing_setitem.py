@@ -247,7 +247,22 @@ def _check_overlap(target: np.ndarray, v, advanced: bool, ints: bool) -> None:
         return
     check_internal(target)
     if v is not None and (v.ndim or not target.ndim):
+        if v.shape != target.shape:  # torch expands the value to the target's shape first
+            try:
+                v = np.broadcast_to(v, target.shape)
+            except ValueError:  # the copy raises torch's shape error
+                return
+            if _same_elements(target, v):  # (torch lets this through; copy_ would refuse it)
+                return
         check_partial(target, v)
+
+
+def _same_elements(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same elements in the same order: one address, one shape, the strides equal wherever
+    a dim has more than one element."""
+    return (a.shape == b.shape and isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and all(s == t for n, s, t in zip(a.shape, a.strides, b.strides) if n != 1))
 
 
 def _simple(k) -> bool:

@@ -83,16 +83,17 @@ class Gen:
         self.names.append(name)
         return name
 
-    def operand(self, shape: tuple, into: bool = False) -> str:
+    def operand(self, shape: tuple, into: bool = False, target=None) -> str:
         """A float name (existing or a new input) that broadcasts with ``shape``; with ``into``,
-        one that broadcasts *to* ``shape`` (the other operand of an in-place op)."""
+        one that broadcasts *to* ``shape`` (the other operand of an in-place op into the tensor
+        ``target``)."""
         if self.chance(0.5):
             def fits(v):
                 try:
                     b = torch.broadcast_shapes(tuple(v.shape), shape)
                 except RuntimeError:
                     return False
-                return not into or tuple(b) == tuple(shape)
+                return not into or tuple(b) == tuple(shape) and _decidable(v, target)
             found = self.pick("f", fits)
             if found is not None:
                 return found
@@ -184,3 +185,12 @@ def generate(seed: int, index: int, dtype: str = "float32") -> Program:
         if head.isidentifier() and head not in g.names:
             g.names.append(head)
     return Program(dtype, g.inputs, statements, f"seed {seed}, program {index}, {dtype}")
+
+
+def _decidable(v, target) -> bool:
+    """Whether torch's overlap check decides an in-place write into ``target`` reading ``v``:
+    where they share memory and either is strided (torch finds that "too hard"), the result
+    depends on the order torch's kernel visits the elements in, which nothing else reproduces."""
+    if target is None or v.untyped_storage().data_ptr() != target.untyped_storage().data_ptr():
+        return True
+    return v.is_contiguous() and target.is_contiguous()

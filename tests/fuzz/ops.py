@@ -106,7 +106,8 @@ def inplace(g):
     shape = tuple(g.value(a).shape)
     r = g.rng.random()
     if r < 0.35:
-        return g.choice(INPLACE_B).format(a=a, b=g.operand(shape, into=True))
+        return g.choice(INPLACE_B).format(a=a, b=g.operand(shape, into=True,
+                                                             target=g.value(a)))
     if r < 0.65:
         return g.choice(INPLACE_S).format(a=a, s=g.choice(SCALARS))
     if r < 0.8:
