@@ -226,3 +226,21 @@ def test_retain_grad_follows_a_tensor_written_in_place():
         return v.grad
     same(nonview)
     same(view)
+
+
+def test_inplace_op_with_a_shape_that_does_not_broadcast():
+    """Found by the fuzzer: the fast in-place path leaked NumPy's ValueError; torch checks a
+    partial self-overlap before the shapes."""
+    check_error(lambda m, x: x.clone().add_(m.zeros(4, 3)), arr(3, 4), match="must match")
+    check_error(lambda m, x: (lambda t: t.add_(t.t()))(x.clone()), arr(3, 4),
+                match="some elements of the input tensor")
+
+
+def test_mask_write_into_a_view_of_a_leaf_checks_autograd_first():
+    """Found by the fuzzer: index_put_ checks the mask's shape after autograd's in-place rule."""
+    def fn(m, x):
+        t = x.reshape(-1).view(2, 4, 2)
+        t[t[:, 0] > 0] = -2.0
+    check_error(lambda m, x: fn(m, x.requires_grad_()), arr(4, 4),
+                match="a view of a leaf Variable")
+    check_error(fn, arr(4, 4), match="shape of the mask")

@@ -203,6 +203,10 @@ def setitem(x: Tensor, key, value) -> None:
                 isinstance(k, list | Tensor | np.ndarray)
                 for k in (key if isinstance(key, tuple) else (key,))):
             check_none(x._data, x._data)
+        if str(e).startswith("The shape of the mask"):  # index_put_'s check: after autograd's
+            from ember.ops.inplace import check_inplace
+
+            check_inplace(x)
         raise
     steps = _drop_full_slices(steps, x._data.shape)
     _check_overlap(_np_steps(x._data, steps), value._data if type(value) is Tensor else None,

@@ -117,6 +117,13 @@ def _write(x: Tensor, r: Tensor) -> None:
     x._vc[0] += 1
 
 
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:  # the general path raises torch's error
+        return False
+
+
 def _make_inplace(name: str):
     def method(self, *args, **kwargs):
         return apply_inplace(self, getattr(Tensor, name), *args, **kwargs)
@@ -140,8 +147,7 @@ def _fast(name: str, ufunc):
                 o = scalar(other, d.dtype)
             else:
                 o = None
-            if o is not None and (o.shape == d.shape or
-                                  np.broadcast_shapes(o.shape, d.shape) == d.shape):
+            if o is not None and (o.shape == d.shape or _broadcasts_to(o.shape, d.shape)):
                 check_internal(d)
                 if type(other) is Tensor:
                     check_partial(d, o)
