@@ -5,11 +5,11 @@ from __future__ import annotations
 from numbers import Number
 
 import ember
-from ember._tensor import Size, Tensor
+from ember._tensor import Tensor
 from ember.distributions import constraints
 from ember.distributions.dirichlet import Dirichlet
 from ember.distributions.exp_family import ExponentialFamily
-from ember.distributions.utils import broadcast_all
+from ember.distributions.utils import broadcast_all, expand_params
 
 __all__ = ["Beta"]
 
@@ -33,12 +33,7 @@ class Beta(ExponentialFamily):
         super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Beta, _instance)
-        batch_shape = Size(batch_shape)
-        new._dirichlet = self._dirichlet.expand(batch_shape)
-        super(Beta, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return expand_params(self, Beta, batch_shape, _instance, "_dirichlet")
 
     @property
     def mean(self) -> Tensor:

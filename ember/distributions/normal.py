@@ -9,7 +9,7 @@ import ember
 from ember._tensor import Size, Tensor
 from ember.distributions import constraints
 from ember.distributions.exp_family import ExponentialFamily
-from ember.distributions.utils import _standard_normal, broadcast_all
+from ember.distributions.utils import _standard_normal, expand_params, loc_scale
 
 __all__ = ["Normal"]
 
@@ -42,21 +42,10 @@ class Normal(ExponentialFamily):
         return self.stddev.pow(2)
 
     def __init__(self, loc, scale, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(loc_scale(self, loc, scale), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return expand_params(self, Normal, batch_shape, _instance, "loc", "scale")
 
     def sample(self, sample_shape=Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)

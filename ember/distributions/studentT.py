@@ -9,7 +9,7 @@ from ember._tensor import Size, Tensor
 from ember.distributions import constraints
 from ember.distributions.chi2 import Chi2
 from ember.distributions.distribution import Distribution
-from ember.distributions.utils import _standard_normal, broadcast_all
+from ember.distributions.utils import _standard_normal, broadcast_all, expand_params
 
 __all__ = ["StudentT"]
 
@@ -47,15 +47,7 @@ class StudentT(Distribution):
         super().__init__(self.df.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(StudentT, _instance)
-        batch_shape = Size(batch_shape)
-        new.df = self.df.expand(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        new._chi2 = self._chi2.expand(batch_shape)
-        super(StudentT, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return expand_params(self, StudentT, batch_shape, _instance, "df", "loc", "scale", "_chi2")
 
     def rsample(self, sample_shape=Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)

@@ -44,6 +44,24 @@ def elementwise_param(dist, probs, logits) -> Size:
         else dist._param.size()
 
 
+def loc_scale(dist, loc, scale) -> Size:
+    """Set ``dist.loc`` and ``dist.scale``, broadcast together; the batch shape they give
+    (location-scale families: Normal, Laplace, Cauchy)."""
+    dist.loc, dist.scale = broadcast_all(loc, scale)
+    return Size() if isinstance(loc, Number) and isinstance(scale, Number) else dist.loc.size()
+
+
+def expand_params(dist, cls: type, batch_shape, _instance, *names: str):
+    """torch's ``expand`` for a ``cls`` whose parameters ``names`` have the batch shape."""
+    new = dist._get_checked_instance(cls, _instance)
+    batch_shape = Size(batch_shape)
+    for name in names:
+        setattr(new, name, getattr(dist, name).expand(batch_shape))
+    super(cls, new).__init__(batch_shape, validate_args=False)
+    new._validate_args = dist._validate_args
+    return new
+
+
 def _standard_normal(shape, dtype, device) -> Tensor:
     return ember.empty(shape, dtype=dtype, device=device).normal_()
 
