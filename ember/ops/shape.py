@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ember._backend import as_strided
+from ember._layout import contiguous_format
 from ember._tensor import Size, Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops._complex_grad import holomorphic
@@ -138,7 +139,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
     except ValueError:
         from ember.ops.pointwise import Clone
 
-        return UnsafeView.apply(Clone.apply(x, memory_format=_contiguous_format()), shape=shape)
+        return UnsafeView.apply(Clone.apply(x, memory_format=contiguous_format), shape=shape)
     return View.apply(x, shape=shape)
 
 
@@ -473,12 +474,6 @@ def sum_to_size(g: Tensor, *shape) -> Tensor:
     return g.reshape(shape) if lead else g
 
 
-def _contiguous_format():
-    from ember._layout import contiguous_format  # ember._layout imports nothing of ember
-
-    return contiguous_format
-
-
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     """``x`` itself if C-contiguous, else a contiguous copy (CloneBackward0)."""
     from ember.ops.pointwise import clone
@@ -500,7 +495,7 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
         return x
     from ember.ops.pointwise import Clone
 
-    return Clone.apply(x, memory_format=_contiguous_format())
+    return Clone.apply(x, memory_format=contiguous_format)
 
 
 # Complex gradients are these formulas conjugated (ember/ops/_complex_grad.py).
