@@ -106,6 +106,10 @@ def _run(fn, policies: dict, args: tuple, kwargs: dict):
         policy = policy(*args, **kwargs)
     if policy is None or not _state.enabled[dev] or kwargs.get("out") is not None:
         return fn(*args, **kwargs)
+    if policy == "banned":
+        raise RuntimeError(_BANNED)
+    if policy == "fp32_set_opt_dtype":
+        return _with_float32_dtype(fn, args, kwargs, dev)
     if policy == "lower_precision_fp":
         to = _state.dtype[dev]
     elif policy == "fp32":
@@ -114,6 +118,28 @@ def _run(fn, policies: dict, args: tuple, kwargs: dict):
         to = _widest(args, kwargs, dev)
     args = tuple(_cast_all(a, to, dev) for a in args)
     kwargs = {k: _cast_all(v, to, dev) for k, v in kwargs.items()}
+    _state.on = False
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _state.on = True
+
+
+_BANNED = (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using torch.nn.functional."
+    "binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss.  "
+    "binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.")
+
+
+def _with_float32_dtype(fn, args: tuple, kwargs: dict, dev: str):
+    """torch's fp32_set_opt_dtype: a reduction or softmax whose first argument is eligible and
+    that was given no dtype runs with ``dtype=float32`` (its input is not cast)."""
+    first = args[0] if args else next(iter(kwargs.values()), None)
+    given = kwargs.get("dtype") is not None or any(isinstance(a, _dtype.dtype) for a in args)
+    if isinstance(first, Tensor) and _eligible(first, dev) and not given:
+        kwargs = {**kwargs, "dtype": _dtype.float32}
     _state.on = False
     try:
         return fn(*args, **kwargs)

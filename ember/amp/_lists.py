@@ -41,6 +41,33 @@ CPU_FP32 = " ".join([
 ])
 CPU_PROMOTE = "cat stack index_copy Tensor.index_copy"
 
+# torch's CUDA lists (``AutocastCUDA`` kernels). Not in ember: _convolution, conv_tbc,
+# cudnn_convolution(_transpose), _thnn_fused_lstm_cell/gru_cell and the RNN cells (nn.LSTMCell
+# and friends run ember's linear ops, which are cast), _scaled_dot_product_flash_attention,
+# nll_loss2d (F.nll_loss covers both), multilabel_margin_loss, grid_sampler, index_put (the
+# out-of-place one; ``x[i] = v`` is index_put_, not listed), norm.Scalar/ScalarOpt_dim (torch's
+# Python ``norm`` calls linalg.vector_norm, listed below).
+CUDA_LOWER_PRECISION_FP = " ".join([
+    _CONV, " ".join("F." + n for n in _CONV.split()),
+    "mm bmm matmul addmm addbmm baddbmm addmv addr mv einsum chain_matmul linalg.vecdot",
+    "linalg.multi_dot prelu F.prelu F.linear F.scaled_dot_product_attention nn.RNNBase._run_dir",
+])
+CUDA_FP32 = " ".join([
+    "acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow",
+    "F.softplus F.layer_norm F.group_norm F.rms_norm frobenius_norm nuclear_norm",
+    "F.cosine_similarity F.pdist cdist dist renorm logsumexp F.interpolate F.upsample",
+    "F.poisson_nll_loss F.cosine_embedding_loss F.cross_entropy F.nll_loss",
+    "F.hinge_embedding_loss F.kl_div F.l1_loss F.smooth_l1_loss F.huber_loss F.mse_loss",
+    "F.margin_ranking_loss F.soft_margin_loss F.triplet_margin_loss F.multi_margin_loss",
+    "F.binary_cross_entropy_with_logits",
+])
+# Run in float32 by passing ``dtype=float32`` when the first argument is eligible and no dtype
+# was given (torch's fp32_set_opt_dtype): the output is float32, the input is not cast.
+CUDA_FP32_SET_OPT_DTYPE = ("sum prod cumsum cumprod softmax log_softmax F.softmax F.log_softmax "
+                           "linalg.vector_norm linalg.matrix_norm norm")
+CUDA_PROMOTE = "addcdiv addcmul atan2 F.bilinear cross dot vdot scatter_add tensordot"
+CUDA_BANNED = "F.binary_cross_entropy"
+
 
 def _pad(input, pad, mode: str = "constant", value=None) -> str | None:
     """F.pad reaches reflection_pad1d/2d and replication_pad1d/2d/3d (listed), or
@@ -68,15 +95,27 @@ def _lstm_layer(self, w: dict, x, d, h, c) -> str | None:
 _MKLDNN_RNN = ("float32", "bfloat16")
 
 
+def _interpolate(input, size=None, scale_factor=None, mode: str = "nearest", *args,
+                 **kwargs) -> str | None:
+    """F.interpolate reaches the upsample_* ops (listed for CUDA), or for mode "area"
+    adaptive_avg_pool (not listed)."""
+    return None if mode == "area" else "fp32"
+
+
 def _table(**lists: str) -> dict:
     return {name: policy for policy, names in lists.items() for name in names.split()}
 
 
+_CPU = {name: {"F.pad": _pad, "F.max_pool3d": _max_pool3d,
+               "nn.RNNBase._run_dir": _lstm_layer}.get(name, policy)
+        for name, policy in _table(lower_precision_fp=CPU_LOWER_PRECISION_FP, fp32=CPU_FP32,
+                                   promote=CPU_PROMOTE).items()}
+_CUDA = {name: {"F.interpolate": _interpolate, "F.upsample": _interpolate}.get(name, policy)
+         for name, policy in _table(lower_precision_fp=CUDA_LOWER_PRECISION_FP, fp32=CUDA_FP32,
+                                    fp32_set_opt_dtype=CUDA_FP32_SET_OPT_DTYPE,
+                                    promote=CUDA_PROMOTE, banned=CUDA_BANNED).items()}
 # name -> {device type: policy}; a policy is a string, or a function of the call's arguments
 # that returns one (or None: not cast).
-POLICIES: dict = {
-    name: {"cpu": {"F.pad": _pad, "F.max_pool3d": _max_pool3d,
-                   "nn.RNNBase._run_dir": _lstm_layer}.get(name, policy)}
-    for name, policy in _table(lower_precision_fp=CPU_LOWER_PRECISION_FP, fp32=CPU_FP32,
-                               promote=CPU_PROMOTE).items()
-}
+POLICIES: dict = {name: {dev: table[name] for dev, table in (("cpu", _CPU), ("cuda", _CUDA))
+                         if name in table}
+                  for name in {**_CPU, **_CUDA}}

@@ -139,8 +139,7 @@ def get_autocast_gpu_dtype() -> _dtype.dtype:
 
 def _cuda_enabled(fast_dtype: _dtype.dtype) -> bool:
     """torch's check for a CUDA region: off (with its warning) without a GPU; bfloat16 needs
-    a GPU that has it (CuPy has no bfloat16). With a GPU the region is on, but ember casts only
-    by torch's CPU lists: CUDA tensors keep their dtypes (said once)."""
+    a GPU that has it (CuPy has no bfloat16 arrays, so ember's CUDA tensors never do)."""
     from ember import cuda
 
     if not cuda.is_available():
@@ -150,8 +149,6 @@ def _cuda_enabled(fast_dtype: _dtype.dtype) -> bool:
     if fast_dtype is _dtype.bfloat16 and not cuda.is_bf16_supported():
         raise RuntimeError("Current CUDA Device does not support bfloat16. Please switch dtype "
                            "to float16.")
-    warnings.warn("ember's autocast casts CPU tensors only (torch's CPU lists): in this CUDA "
-                  "region, ops on CUDA tensors run in their inputs' dtypes.", stacklevel=3)
     return True
 
 
