@@ -1,7 +1,7 @@
 """Run every workload in ember and in torch (one thread each) and print time ratios.
 
     OPENBLAS_NUM_THREADS=1 python -m bench [--repeat N] [--only SUBSTRING] [--device cuda]
-                                           [--no-compiled] [--torch-compile]
+                                           [--no-compiled] [--torch-compile] [--mode M]
 
 Eager rows compare eager ember with eager torch; "compiled" rows run ember.compile'd steps
 against eager torch (``--torch-compile`` adds torch.compile's time for the op chain, which
@@ -12,6 +12,7 @@ GPU (ember through CuPy); the CPU targets do not apply there.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 
@@ -55,6 +56,8 @@ def main(argv=None) -> list:
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--no-compiled", action="store_true", help="eager rows only")
     p.add_argument("--torch-compile", action="store_true")
+    p.add_argument("--mode", default=None, help='ember.compile mode for the compiled rows '
+                   '(on cuda, "reduce-overhead" replays CUDA graphs)')
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     gpu = args.device == "cuda"
@@ -67,7 +70,7 @@ def main(argv=None) -> list:
             continue
         ember.manual_seed(0)
         torch.manual_seed(0)
-        wrap = ember.compile if compiled else (lambda f: f)
+        wrap = functools.partial(ember.compile, mode=args.mode) if compiled else (lambda f: f)
         te = best_time(factory(ember, args.device, wrap=wrap), args.repeat,
                        sync=ember.cuda.synchronize if gpu else lambda: None) / per
         tt = best_time(factory(torch, args.device), args.repeat,

@@ -138,7 +138,9 @@ class OptimizedModule(Module):
 def _compiled(fn: Callable, ctx: _EagerContext, owner=None) -> Callable:
     from ember.compiler import _COMPILED, CompiledFunction
 
-    cf = CompiledFunction(fn, fullgraph=bool(ctx.settings.get("fullgraph")), owner=owner)
+    cf = CompiledFunction(fn, fullgraph=bool(ctx.settings.get("fullgraph")), owner=owner,
+                          cudagraphs=ctx.settings.get("mode") in ("reduce-overhead",
+                                                                  "max-autotune"))
     _COMPILED.append(weakref.ref(cf))
     return cf
 

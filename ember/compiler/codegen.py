@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from ember.compiler.gpu import device_object
+from ember.compiler.gpu import namespace as gpu_namespace
 from ember.compiler.ir import Graph, Node, Value
 
 
@@ -20,15 +22,29 @@ class _Namer:
     """Gives non-literal objects global names in the generated module, apart from the
     program's local value names (``taken``)."""
 
-    def __init__(self, taken: set) -> None:
-        self.globals: dict = {"np": np}
+    def __init__(self, taken: set, gpu: bool = False, host: set | None = None) -> None:
+        self.gpu = gpu
+        self.globals: dict = {"np": gpu_namespace() if gpu else np}
+        if gpu:
+            self.globals["onp"] = np
         self.by_id: dict = {}
         self.taken = taken
+        # In a GPU program: the values that live on the host (0-d CPU tensors such as an
+        # optimizer's step count, and what is computed from them alone), and whether the call
+        # being written is one of those host computations (it then runs on NumPy: ``onp``).
+        self.host = host if host is not None else set()
+        self.on_host = False
+
+    @property
+    def np(self) -> str:
+        return "onp" if self.on_host else "np"
 
     def bind(self, obj, hint: str) -> str:
-        key = id(obj)
+        key = (id(obj), self.on_host)
         if key in self.by_id:
             return self.by_id[key]
+        if self.gpu and not self.on_host:
+            obj = device_object(obj)
         hint = "".join(ch if ch.isalnum() else "_" for ch in hint.split(" ")[0]) or "k"
         hint = hint if hint[0].isalpha() else f"k_{hint}"
         name, n = hint, 0
@@ -45,7 +61,7 @@ def _numpy_name(obj, namer: _Namer, hint: str) -> str:
 
     name = getattr(obj, "__name__", None)
     if name and (getattr(np, name, None) is obj or _ORIGINAL.get(name) is obj):
-        return f"np.{name}"
+        return f"{namer.np}.{name}"
     return namer.bind(obj, name or hint)
 
 
@@ -53,6 +69,9 @@ def _expr(obj, namer: _Namer) -> str:
     if isinstance(obj, Value):
         if obj.kind == "constant":
             return namer.bind(obj.const, obj.name)
+        if namer.gpu and not namer.on_host and id(obj) in namer.host:
+            # a host value in a GPU call: a 0-d one as a scalar argument, else copied over
+            return f"{obj.name}[()]" if not obj.shape else f"np.asarray({obj.name})"
         return obj.name
     if obj is None or obj is Ellipsis or isinstance(obj, bool | int | str):
         return repr(obj)
@@ -82,15 +101,17 @@ def _expr(obj, namer: _Namer) -> str:
 def _call(node: Node, namer: _Namer) -> str:
     kind = node.kind
     args = [_expr(a, namer) for a in node.args]
-    args += [f"{k}={_expr(v, namer)}" for k, v in node.kwargs.items()]
+    args += [f"{k}={_expr(_gpu_out(k, v) if namer.gpu else v, namer)}"
+             for k, v in node.kwargs.items()]
     if kind[0] == "ufunc":
         fn = _numpy_name(kind[1], namer, "ufunc")
         return f"{fn}({', '.join(args)})" if kind[2] == "__call__" else \
             f"{fn}.{kind[2]}({', '.join(args)})"
     if kind[0] == "function":
         return f"{_numpy_name(kind[1], namer, 'fn')}({', '.join(args)})"
-    if kind[0] == "random":
-        return f"{namer.bind(kind[1], 'generator')}.{kind[2]}({', '.join(args)})"
+    if kind[0] == "random":  # on the GPU: drawn on the host, copied over (as eager does)
+        draw = f"{namer.bind(kind[1], 'generator')}.{kind[2]}({', '.join(args)})"
+        return f"np.asarray({draw})" if namer.gpu else draw
     if kind[0] == "alias":  # an allocation that became a persistent buffer
         return args[0]
     self_, rest = args[0], args[1:]
@@ -99,6 +120,11 @@ def _call(node: Node, namer: _Namer) -> str:
     if kind[1] == "__setitem__":
         return f"{self_}[{rest[0]}] = {rest[1]}"
     return f"{self_}.{kind[1]}({', '.join(rest)})"
+
+
+def _gpu_out(key: str, value):
+    """CuPy's ufuncs take ``out=`` as an array, not NumPy's 1-tuple."""
+    return value[0] if key == "out" and type(value) is tuple and len(value) == 1 else value
 
 
 def _last_uses(graph: Graph, keep: set) -> dict:
@@ -119,13 +145,21 @@ def _tuple(items: list) -> str:
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
-def python_source(graph: Graph, name: str, saved: tuple | None = None) -> tuple:
+def _runs_on_host(node: Node, host: set) -> bool:
+    """A call of a GPU program that reads host values only (and is no draw or allocation)."""
+    ins = node.inputs()
+    return bool(ins) and node.kind[0] not in ("random", "alias") and \
+        all(id(v) in host for v in ins)
+
+
+def python_source(graph: Graph, name: str, saved: tuple | None = None,
+                  gpu: bool = False, host: set | None = None) -> tuple:
     """The function's source and the globals it needs. It returns the tuple of the graph's
     outputs, or (when ``saved`` is given) that and the tuple of values saved for another
     program."""
     taken = {v.name for v in graph.placeholders}
     taken.update(v.name for n in graph.nodes for v in n.outputs)
-    namer = _Namer(taken)
+    namer = _Namer(taken, gpu, host)
     keep = {id(v) for v in (*graph.outputs, *(saved or ())) if v is not None}
     # A view keeps its base's memory alive anyway: deleting the base early changes nothing,
     # so only values whose storage is their own are deleted.
@@ -137,7 +171,13 @@ def python_source(graph: Graph, name: str, saved: tuple | None = None) -> tuple:
         if node.context != context and node.context:
             lines.append(f"    # {node.context}")
             context = node.context
+        namer.on_host = gpu and _runs_on_host(node, namer.host)
+        if namer.on_host:
+            namer.host.update(id(v) for v in node.outputs)
         call = _call(node, namer)
+        namer.on_host = False
+        if node.kind[0] == "function" and hasattr(node.kind[1], "body"):  # a fused kernel
+            lines.append(f"    # CUDA: {node.kind[1].body}")
         new = [v for v in node.outputs if v not in node.writes]
         if node.kind == ("method", "__setitem__") or not new:
             lines.append(f"    {call}")
@@ -155,9 +195,12 @@ def python_source(graph: Graph, name: str, saved: tuple | None = None) -> tuple:
     return "\n".join(lines), namer.globals
 
 
-def compile_graph(graph: Graph, name: str, saved: tuple | None = None):
-    """The Python function for ``graph`` (see ``python_source``) and its source."""
-    source, glob = python_source(graph, name, saved)
+def compile_graph(graph: Graph, name: str, saved: tuple | None = None, gpu: bool = False,
+                  host: set | None = None):
+    """The Python function for ``graph`` (see ``python_source``) and its source; with
+    ``gpu``, over CuPy (``gpu.CupyNumpy``), ``host`` holding the ids of the values that stay
+    on the CPU (it grows by those the program computes from them)."""
+    source, glob = python_source(graph, name, saved, gpu, host)
     code = compile(source, f"<ember.compile {name}>", "exec")
     exec(code, glob)  # noqa: S102 - the source is ours, generated just above
     return glob[name], source

@@ -13,6 +13,9 @@ from ember.autograd.grad_mode import STATE, enable_grad
 from ember.compiler import guards, passes, traced
 from ember.compiler.capture import Recorder
 from ember.compiler.codegen import compile_graph
+from ember.compiler.fusion import fuse_elementwise
+from ember.compiler.gpu import GraphReplay, host
+from ember.compiler.gpu import namespace as gpu_namespace
 from ember.compiler.ir import Graph, Node, Value
 from ember.compiler.traced import GraphBreak
 from ember.compiler.validate import validate
@@ -60,6 +63,12 @@ def _ident(name: str) -> str:
     return out if out[:1].isalpha() else f"p_{out}"
 
 
+OVERWRITTEN = (
+    "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
+    "run. To prevent overwriting, clone the tensor outside of torch.compile() or call "
+    "torch.compiler.cudagraph_mark_step_begin() before each model invocation.")
+
+
 class Program:
     """A captured signature: the forward program, the backward program, and how to call
     them."""
@@ -78,8 +87,11 @@ class Program:
             parts.append(self.bw_source)
         return "\n\n".join(parts)
 
-    def run_backward(self, grads: list, saved: tuple) -> tuple:
+    def run_backward(self, grads: list, saved: tuple, generation: int = 0) -> tuple:
         """The backward program on the engine's gradients for the outputs."""
+        if self.graphs and generation != self.forward.generation and \
+                self.forward.graph is not None:
+            raise RuntimeError(OVERWRITTEN)
         arrays = self.upstream(grads)
         with self.lock:
             return self.backward(*arrays, *saved)
@@ -87,9 +99,10 @@ class Program:
     def upstream(self, grads: list) -> list:
         """The backward program's gradient inputs: contiguous arrays, zeros where none came."""
         out = []
+        xp = gpu_namespace() if self.gpu else np
         for g, (shape, dtype) in zip(grads, self.grad_meta):
             if g is None:
-                out.append(np.zeros(shape, dtype))
+                out.append(xp.zeros(shape, dtype))
             else:  # (not np.ascontiguousarray: it turns a 0-d array into a 1-d one)
                 a = g._data
                 out.append(a if a.flags.c_contiguous else a.copy(order="C"))
@@ -111,6 +124,7 @@ class Program:
             node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
             node._init_node(tuple(edge(t) for t in diff_in))
             node.program, node.saved_values = self, saved
+            node.generation = self.forward.generation if self.graphs else 0
             node.rerun = _Rerun(self, args, kwargs, diff_in, states)
             node._out_meta = list(self.grad_meta)
         results, k = [], 0
@@ -154,12 +168,9 @@ class _Rerun:
 def build(cf, args, kwargs, roots) -> Program:
     """Capture ``cf.fn`` on these arguments and build its program (or raise GraphBreak)."""
     why = guards.has_hooks(cf, roots)
-    if any(not isinstance(t._data, np.ndarray) for t in [*leaves_of(args, kwargs),
-                                                            *(t for _, t in roots)]):
-        why = "cuda tensors: ember.compile's GPU code generation is not built yet"
     if why:
-        raise GraphBreak(why if why.startswith("cuda") else
-                         f"hooks run Python that a program cannot replay: {why}")
+        raise GraphBreak(f"hooks run Python that a program cannot replay: {why}")
+    gpu = _on_gpu([*leaves_of(args, kwargs), *(t for _, t in roots)])
     names = {id(m): f"{prefix[:-1]} ({type(m).__name__})" if prefix else type(m).__name__
              for m, prefix, _, _ in cf.plan.modules}
     rec = Recorder(names)
@@ -168,13 +179,15 @@ def build(cf, args, kwargs, roots) -> Program:
     inputs = [t.detach().requires_grad_(t._rg) if t.dtype.is_floating_point else t.detach()
               for t in leaves]
     originals = [t._data for _, t in roots]
+    on_host = [isinstance(t._data, np.ndarray) for t in [*inputs, *(t for _, t in roots)]]
     traced.ACTIVE[0] = rec
     traced.patch_numpy(True)
     try:
+        # A GPU program is captured on host copies: the recorded NumPy calls replay on CuPy.
         for i, t in enumerate(inputs):
-            t._data = rec.placeholder(t._data, f"x{i}")
+            t._data = rec.placeholder(host(t._data) if gpu else t._data, f"x{i}")
         for name, t in roots:
-            t._data = rec.placeholder(t._data, _ident(name))
+            t._data = rec.placeholder(host(t._data) if gpu else t._data, _ident(name))
         cargs, ckwargs = _unflatten(spec, inputs)
         out = cf.fn(*cargs, **ckwargs)
         meta = _finish(rec, out, inputs + [t for _, t in roots])
@@ -186,20 +199,47 @@ def build(cf, args, kwargs, roots) -> Program:
         rec.rollback()
     meta["generators"] = [g for g, _ in rec.generators.values()]
     fw_graph, bw_graph, saved = meta.pop("graphs")
+    meta["kernels"] = 0
     for graph, keep in ((fw_graph, (*fw_graph.outputs, *saved)),
                         (bw_graph, tuple(bw_graph.outputs) if bw_graph else ())):
         if graph is not None:
             passes.prune(graph, keep)
+            if gpu:
+                meta["kernels"] += fuse_elementwise(graph, keep)
             passes.reuse_dead_inputs(graph, keep)
             passes.persistent_buffers(graph, keep)
-    forward, fw_source = compile_graph(fw_graph, "forward", saved)
+    on_cpu = {id(v) for v, h in zip(fw_graph.placeholders, on_host) if h} if gpu else set()
+    forward, fw_source = compile_graph(fw_graph, "forward", saved, gpu, on_cpu)
     backward = bw_source = None
     if bw_graph is not None:
-        backward, bw_source = compile_graph(bw_graph, "backward")
+        backward, bw_source = compile_graph(bw_graph, "backward", gpu=gpu, host=on_cpu)
+    # A CUDA graph would replay the same random draws, and bake in the host scalars it reads
+    # (an optimizer's step count): such a program replays without one.
+    meta["gpu"] = gpu
+    meta["graphs"] = gpu and cf.cudagraphs and not meta["generators"] and not any(on_host)
+    if meta["graphs"]:
+        forward = GraphReplay(forward, static_tail=True)
+        backward = backward and GraphReplay(backward, warm=2)
     prog = Program(cf, forward, fw_source, backward, bw_source, meta)
     prog.n_ops = len(fw_graph.nodes) + (len(bw_graph.nodes) if bw_graph else 0)
     validate(prog, args, kwargs, roots)
     return prog
+
+
+def _on_gpu(tensors: list) -> bool:
+    """Whether the program runs on the GPU: every tensor it reads is a CUDA tensor (or a
+    0-d CPU one, which joins GPU ones in eager code too)."""
+    cuda = [not isinstance(t._data, np.ndarray) for t in tensors]
+    if not any(cuda):
+        return False
+    if not all(c or t._data.ndim == 0 for c, t in zip(cuda, tensors)):
+        raise GraphBreak("tensors on both the CPU and cuda: a program runs on one device")
+    from ember.amp.autocast_mode import _state
+
+    if _state.enabled["cuda"]:
+        raise GraphBreak("autocast on cuda tensors: ember.compile captures on host copies, "
+                         "where the CUDA autocast lists do not apply")
+    return True
 
 
 def _finish(rec: Recorder, out, inputs: list) -> dict:

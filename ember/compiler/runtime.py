@@ -46,9 +46,11 @@ _WARMUP = object()  # a cache entry: seen once, eagerly; the next call captures
 class CompiledFunction:
     """``fn`` compiled: called like ``fn``; replays a captured program per signature."""
 
-    def __init__(self, fn, owner=None, *, fullgraph: bool = False) -> None:
+    def __init__(self, fn, owner=None, *, fullgraph: bool = False,
+                 cudagraphs: bool = False) -> None:
         self.fn = fn
         self.fullgraph = fullgraph
+        self.cudagraphs = cudagraphs  # mode="reduce-overhead": GPU programs as CUDA graphs
         self.owner = owner  # the module whose forward this is, for parameters and names
         self.cache: dict = {}
         self.plan = None  # guards._Plan: the modules and optimizers it reaches, walked once
@@ -113,7 +115,7 @@ class CompiledFunctionBackward(Node):
     """The one node of a compiled region's outputs (torch's name): its backward replays the
     backward program on the upstream gradients and the values the forward saved."""
 
-    __slots__ = ("program", "saved_values", "rerun")
+    __slots__ = ("program", "saved_values", "rerun", "generation")
 
     def _call(self, grads: list) -> tuple:
         from ember._tensor import Tensor
@@ -122,7 +124,7 @@ class CompiledFunctionBackward(Node):
             raise RuntimeError(SECOND_BACKWARD)
         if STATE.enabled:  # create_graph: differentiate the region eagerly instead
             return self.rerun(grads)
-        res = self.program.run_backward(grads, self.saved_values)
+        res = self.program.run_backward(grads, self.saved_values, self.generation)
         return tuple(None if r is None else Tensor._make(r) for r in res)
 
     def _release(self) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ember.autograd.grad_mode import STATE, enable_grad, no_grad
+from ember.compiler.gpu import host
+from ember.compiler.gpu import namespace as gpu_namespace
 from ember.compiler.traced import GraphBreak
 
 
@@ -22,7 +24,8 @@ def _shuffled(t, rng):
 
     data = t._data.copy()
     flat = data.reshape(-1)
-    flat[...] = flat[rng.permutation(flat.size)]
+    perm = rng.permutation(flat.size)
+    flat[...] = flat[perm if isinstance(data, np.ndarray) else gpu_namespace().asarray(perm)]
     out = Tensor._make(data)
     out._rg = t._rg
     return out
@@ -61,12 +64,12 @@ def _eager(prog, spec, inputs) -> list:
 
 def _replay(prog, inputs) -> list:
     outs, saved = prog.forward(*[t._data for t in inputs])
-    result = [np.array(o, copy=True) for o in outs]
+    result = [host(o) for o in outs]
     if prog.backward is not None and prog.diff_outputs:
-        ones = [np.ones(shape, dtype) for shape, dtype in prog.grad_meta]
-        result += [None if g is None else np.array(g, copy=True)
-                   for g in prog.backward(*ones, *saved)]
-        if any(not np.array_equal(o, r, equal_nan=True) for o, r in zip(outs, result)):
+        xp = gpu_namespace() if prog.gpu else np
+        ones = [xp.ones(shape, dtype) for shape, dtype in prog.grad_meta]
+        result += [None if g is None else host(g) for g in prog.backward(*ones, *saved)]
+        if any(not np.array_equal(host(o), r, equal_nan=True) for o, r in zip(outs, result)):
             raise GraphBreak("the backward program wrote into an output of the forward")
     return result
 
@@ -90,11 +93,21 @@ def validate(prog, args, kwargs, roots) -> None:
     saved.restore()
     try:
         got = _replay(prog, inputs) + [a.copy() for a in written]
+    except GraphBreak:
+        raise
+    except Exception as e:  # noqa: BLE001 - e.g. a NumPy call CuPy does not take
+        raise GraphBreak(f"the {'GPU ' if prog.gpu else ''}program failed when replayed "
+                         f"({type(e).__name__}: {e})") from None
     finally:
         saved.restore()
+    # GPU eager and GPU replay may take different kernels (the program was captured on the
+    # CPU's code paths), which round differently
+    rtol, atol = (1e-4, 1e-5) if prog.gpu else (1e-5, 1e-6)
+    expected = [None if e is None else host(e) for e in expected]
+    got = [None if g is None else host(g) for g in got]
     for k, (e, g) in enumerate(zip(expected, got)):
         if (e is None) != (g is None) or e is not None and (
-                e.shape != g.shape or not np.allclose(e, g, rtol=1e-5, atol=1e-6,
+                e.shape != g.shape or not np.allclose(e, g, rtol=rtol, atol=atol,
                                                       equal_nan=True)):
             raise GraphBreak("the captured program did not follow the data when replayed on "
                              f"shuffled inputs (result {k}): some computation was not "

@@ -1,0 +1,162 @@
+"""Programs for CUDA tensors: a program captured on the CPU, replayed with CuPy.
+
+How data flows: ``program.build`` captures a function whose tensors live on ``cuda:0`` on
+host copies of their arrays (capture records NumPy calls, and CuPy mirrors NumPy's API), so
+the recorded graph is the same as for CPU tensors. For the GPU, ``fusion`` turns runs of
+elementwise calls into generated ``cupy.ElementwiseKernel``s, and ``codegen`` writes the
+program against ``CupyNumpy`` (``np.add`` is ``cupy.add``; constants move to the GPU once).
+Random draws stay on the host generator and are copied over, as in eager ember (GPU
+tensors draw from ember's CPU generator), so a seeded run equals the eager one. ``validate``
+then checks the replay against the eager function on the GPU, so a call CuPy
+lacks or computes differently makes the signature run eagerly, with the reason.
+With ``mode="reduce-overhead"`` (or ``"max-autotune"``) ``GraphReplay`` records each program
+into a CUDA graph (``cupy.cuda.Graph``) and launches that once per call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class CupyNumpy:
+    """``np`` for generated GPU code: CuPy's function of the same name, else NumPy's (which
+    hands CuPy arrays to CuPy through ``__array_function__``)."""
+
+    def __init__(self, cupy) -> None:
+        self._cupy = cupy
+
+    def __getattr__(self, name: str):
+        fn = getattr(self._cupy, name, None)
+        if fn is None:
+            fn = getattr(np, name)
+        setattr(self, name, fn)
+        return fn
+
+
+_NAMESPACE: list = []
+
+
+def namespace() -> CupyNumpy:
+    if not _NAMESPACE:
+        import cupy  # noqa: PLC0415 - only GPU programs get here
+
+        _NAMESPACE.append(CupyNumpy(cupy))
+    return _NAMESPACE[0]
+
+
+def device_object(obj):
+    """A global the generated code binds, as the GPU program needs it: NumPy arrays (captured
+    constants, persistent buffers) become CuPy arrays; NumPy functions their CuPy
+    counterparts where CuPy has one."""
+    import cupy  # noqa: PLC0415
+
+    if isinstance(obj, np.ndarray):
+        return cupy.asarray(obj)
+    if callable(obj) and (getattr(obj, "__module__", None) or "").startswith("numpy"):
+        mod = obj.__module__.replace("numpy", "cupy", 1)
+        for where in (mod, "cupy"):
+            try:
+                found = getattr(__import__(where, fromlist=["_"]), obj.__name__, None)
+            except ImportError:
+                found = None
+            if found is not None:
+                return found
+    return obj
+
+
+def host(a):
+    """A NumPy copy of a CuPy (or NumPy) array."""
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.array(a)
+
+
+class GraphReplay:
+    """A generated program recorded into a CUDA graph (``mode="reduce-overhead"``).
+
+    Its first call runs plainly and notes its arrays. The second runs for real on the capture
+    stream (the kernels compile and CuPy's caches warm up, from a pool of the graph's own)
+    and is then recorded. Later calls copy their fresh inputs into the graph's static input
+    buffers and launch the graph on the current stream. Arrays passed again as the same
+    object (parameters, buffers, values saved by the forward) are read in place; if one of
+    them is replaced, the program is recorded again. Outputs come back as copies, except
+    those named ``keep_static`` (the values a forward saves for its backward: ``generation``
+    tells the backward whether a later launch overwrote them). Whatever the capture refuses
+    (a host synchronisation, say) sends the program back to plain replay, with the reason in
+    ``failed``."""
+
+    def __init__(self, fn, static_tail: bool = False, warm: int = 1) -> None:
+        self.fn, self.warm = fn, warm  # plain calls before the graph is recorded
+        self.static_tail = static_tail  # the result is (outputs, saved): saved stay static
+        self.calls = 0
+        self.graph = None
+        self.generation = 0
+        self.failed: str | None = None
+        self.last: tuple = ()
+
+    def __call__(self, *arrays):
+        self.calls += 1
+        self.generation += 1
+        if self.failed is not None:
+            return self.fn(*arrays)
+        if self.calls <= self.warm:
+            self.last = arrays
+            return self.fn(*arrays)
+        if self.graph is None or not self._same(arrays):
+            return self._capture(arrays)
+        for dst, src, mine in zip(self.static, arrays, self.owned):
+            if mine and src is not dst:
+                dst[...] = src
+        self.graph.launch(self._current())
+        return self._out(self.result)
+
+    def _current(self):
+        import cupy  # noqa: PLC0415
+
+        return cupy.cuda.get_current_stream()
+
+    def _same(self, arrays) -> bool:
+        return all(mine or a is s for a, s, mine in zip(arrays, self.static, self.owned))
+
+    def _out(self, result):
+        if self.static_tail:
+            return _copy_out(result[0]), result[1]
+        return _copy_out(result)
+
+    def _capture(self, arrays):
+        import cupy  # noqa: PLC0415
+
+        self.owned = [a is not b for a, b in zip(arrays, self.last)]
+        self.last = arrays
+        self.static = [cupy.array(a, copy=True) if mine else a
+                       for a, mine in zip(arrays, self.owned)]
+        pool = cupy.cuda.MemoryPool()
+        stream = cupy.cuda.Stream(non_blocking=True)
+        mode = getattr(cupy.cuda.runtime, "streamCaptureModeRelaxed", None)
+        cupy.cuda.Device().synchronize()
+        try:
+            with cupy.cuda.using_allocator(pool.malloc), stream:
+                now = self.fn(*self.static)  # this call's own run
+                stream.synchronize()
+                stream.begin_capture() if mode is None else stream.begin_capture(mode)
+                try:
+                    self.result = self.fn(*self.static)
+                finally:
+                    self.graph = stream.end_capture()
+        except Exception as e:  # noqa: BLE001 - any refusal: replay without a graph
+            self.failed = f"{type(e).__name__}: {e}"
+            self.graph = None
+            cupy.cuda.Device().synchronize()
+            return self.fn(*arrays)
+        self.pool, self.stream = pool, stream  # the graph's memory lives as long as it does
+        if not self.static_tail:
+            return _copy_out(now)
+        for dst, src in zip(self.result[1], now[1]):  # the graph's saved values hold this
+            if dst is not src:                          # call's, for its backward
+                dst[...] = src
+        stream.synchronize()
+        return _copy_out(now[0]), self.result[1]
+
+
+def _copy_out(obj):
+    if isinstance(obj, tuple):
+        return tuple(_copy_out(o) for o in obj)
+    return obj.copy() if getattr(obj, "ndim", None) is not None else obj
