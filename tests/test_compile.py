@@ -360,3 +360,38 @@ def test_dynamo_and_compiler_namespaces():
     assert not ember.compiler.is_compiling()
     ember.compiler.reset()
     assert not compiled_function_of(f).cache
+
+
+def test_a_root_named_like_a_numbered_local_keeps_its_own_name():
+    """A closure tensor named ``t1`` (a root) and the second ``t`` (transpose) local once got
+    the same name in the generated code."""
+    ember.manual_seed(0)
+    m = ember.nn.Sequential(ember.nn.Linear(8, 16), ember.nn.Tanh(), ember.nn.Linear(16, 4),
+                            ember.nn.Tanh(), ember.nn.Linear(4, 3))
+    t1 = ember.tensor([0, 1, 2, 0, 1])
+    cf = ember.compile(lambda x: ember.nn.functional.cross_entropy(m(x), t1))
+    for _ in range(3):
+        x = ember.randn(5, 8)
+        got = cf(x)
+        assert got.item() == ember.nn.functional.cross_entropy(m(x), t1).item()
+    assert not compiled_function_of(cf).breaks
+
+
+def test_modules_reached_through_default_arguments_are_roots():
+    """``def f(x, m=model)``: the model's parameters get gradients, as in eager."""
+    ember.manual_seed(0)
+    model = ember.nn.Linear(3, 2)
+
+    def f(x, m=model):
+        return m(x).square().sum()
+
+    cf = ember.compile(f)
+    for _ in range(3):
+        x = ember.randn(4, 3)
+        model.zero_grad()
+        cf(x).backward()
+        got = model.weight.grad.numpy().copy()
+        model.zero_grad()
+        f(x).backward()
+        np.testing.assert_allclose(got, model.weight.grad.numpy(), rtol=1e-6)
+    assert compiled_function_of(cf).programs()

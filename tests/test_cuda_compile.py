@@ -208,3 +208,90 @@ def test_training_compiled_with_cuda_graphs_matches_torch():
             out.append(loss.item())
         losses[lib.__name__] = out
     np.testing.assert_allclose(losses["ember"], losses["torch"], rtol=1e-4, atol=1e-5)
+
+
+# --- the GPU code path simulated on the CPU: NumPy stands in for CuPy, and a small
+# interpreter evaluates each generated kernel's C body (so its arithmetic is checked too)
+
+_C_FUNCS = {"exp": "np.exp", "log": "np.log", "tanh": "np.tanh", "sqrt": "np.sqrt",
+            "pow": "np.power", "fabs": "np.fabs", "expm1": "np.expm1", "log1p": "np.log1p",
+            "log2": "np.log2", "sin": "np.sin", "cos": "np.cos"}
+
+
+def _interpret(kernel, *arrays):
+    import re
+
+    env = {"np": np, **{f"in{i}": np.asarray(a) for i, a in enumerate(arrays)}}
+    outs = {}
+    for stmt in filter(None, (s.strip() for s in kernel.body.split(";"))):
+        decl = re.match(r"(float|double) (t\d+) = (.*)", stmt)
+        if decl is None:
+            out, t = (s.strip() for s in stmt.split("="))
+            outs[int(out[3:])] = env[t]
+            continue
+        ctype, name, expr = decl.groups()
+        expr = expr.replace(f"(({ctype})", "(")
+        pick = re.match(r"\(\((.*)\) ([<>]) \((.*)\) \|\|", expr)
+        if pick:  # maximum / minimum
+            expr = f"np.{'maximum' if pick[2] == '>' else 'minimum'}({pick[1]}, {pick[3]})"
+        for c, py in _C_FUNCS.items():
+            expr = re.sub(rf"\b{c}\(", f"{py}(", expr)
+        env[name] = np.asarray(eval(expr, env)).astype(  # noqa: S307 - our generated C
+            np.float32 if ctype == "float" else np.float64)
+    res = [outs[i] for i in range(kernel.n_out)]
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+@pytest.fixture
+def simulated_gpu(monkeypatch):
+    from ember.compiler import codegen, fusion, gpu, program, validate
+
+    shim = gpu.CupyNumpy(np)
+    monkeypatch.setattr(program, "_on_gpu", lambda tensors: True)
+    for mod in (codegen, program, validate):
+        monkeypatch.setattr(mod, "gpu_namespace", lambda: shim)
+    monkeypatch.setattr(codegen, "device_object", lambda obj: obj)
+    monkeypatch.setattr(fusion.FusedKernel, "__call__", _interpret)
+    yield
+    ember.compiler.reset()
+
+
+def _mlp_cpu():
+    ember.manual_seed(0)
+    return ember.nn.Sequential(ember.nn.Linear(8, 16), ember.nn.GELU(), ember.nn.Linear(16, 16),
+                               ember.nn.Tanh(), ember.nn.Linear(16, 4))
+
+
+def test_gpu_code_path_simulated_on_the_cpu(simulated_gpu):
+    """Fused kernels, ``out=`` as CuPy takes it, an optimizer's 0-d step count kept on NumPy
+    (``onp``): the GPU program of a training step equals eager ember."""
+    from ember.compiler.runtime import compiled_function_of
+
+    results = []
+    for compiled in (False, True):
+        m = _mlp_cpu()
+        opt = ember.optim.Adam(m.parameters(), lr=1e-2)
+        y = ember.tensor([0, 1, 2, 3, 0])
+
+        def loss_of(x, m=m, y=y):
+            return ember.nn.functional.cross_entropy(m(x), y)
+
+        fwd = ember.compile(loss_of) if compiled else loss_of
+        step = ember.compile(opt.step) if compiled else opt.step
+        losses = []
+        for i in range(4):
+            opt.zero_grad()
+            loss = fwd(ember.tensor(np.random.default_rng(i).standard_normal((5, 8)),
+                                    dtype=ember.float32))
+            loss.backward()
+            step()
+            losses.append(loss.item())
+        results.append((losses, [p.detach().numpy().copy() for p in m.parameters()]))
+        if compiled:
+            fw, st = compiled_function_of(fwd), compiled_function_of(step)
+            assert not fw.breaks and not st.breaks, (fw.breaks, st.breaks)
+            assert fw.programs()[0].kernels >= 2 and fw.programs()[0].gpu
+            assert "onp.add(state_0_0_step, 1" in st.programs()[0].code()
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
+    for a, b in zip(results[0][1], results[1][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)

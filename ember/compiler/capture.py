@@ -33,6 +33,7 @@ class Recorder:
         self.known: dict = {}  # id(array) -> Value, for every array seen
         self.keep: list = []  # the arrays behind ``known``: their ids must stay unique
         self.names: dict = {}
+        self.used: set = set()  # every name handed out
         self.module_names = module_names or {}
         self.snapshots: dict = {}  # id(placeholder value) -> (array, copy before writes)
         self.plain: dict = {}  # id(plain array) -> (array, copy as the program last left it)
@@ -40,11 +41,17 @@ class Recorder:
 
     # --- values -----------------------------------------------------------------------------
     def _new_name(self, hint: str) -> str:
-        n = self.names.get(hint, 0)
-        self.names[hint] = n + 1
-        if hint[-1].isdigit():
-            return f"{hint}_{n}" if n else hint
-        return f"{hint}{n}" if n or hint in _RESERVED else hint
+        # Unique across hints too: hint "t" numbered 1 and a root named "t1" must not meet.
+        while True:
+            n = self.names.get(hint, 0)
+            self.names[hint] = n + 1
+            if hint[-1].isdigit():
+                name = f"{hint}_{n}" if n else hint
+            else:
+                name = f"{hint}{n}" if n or hint in _RESERVED else hint
+            if name not in self.used:
+                self.used.add(name)
+                return name
 
     def placeholder(self, array, hint: str) -> Traced:
         """A program input: returns the Traced view the captured code computes with."""

@@ -74,6 +74,10 @@ def reached_objects(cf) -> list:
             continue
         if isinstance(obj, _KINDS):
             found.append(obj)
+    # default arguments (``def f(x, m=model)``) are reached as closures are
+    defaults = (*(getattr(fn, "__defaults__", None) or ()),
+                *(getattr(fn, "__kwdefaults__", None) or {}).values())
+    found.extend(obj for obj in defaults if isinstance(obj, _KINDS))
     code, glob = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
     for name in code.co_names if code is not None else ():
         obj = glob.get(name)

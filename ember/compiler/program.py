@@ -179,7 +179,8 @@ def build(cf, args, kwargs, roots) -> Program:
     inputs = [t.detach().requires_grad_(t._rg) if t.dtype.is_floating_point else t.detach()
               for t in leaves]
     originals = [t._data for _, t in roots]
-    on_host = [isinstance(t._data, np.ndarray) for t in [*inputs, *(t for _, t in roots)]]
+    on_host = [isinstance(t._data, np.ndarray) and not t._data.ndim
+               for t in [*inputs, *(t for _, t in roots)]]
     traced.ACTIVE[0] = rec
     traced.patch_numpy(True)
     try:
