@@ -249,7 +249,7 @@ def simulated_gpu(monkeypatch):
     shim = gpu.CupyNumpy(np)
     monkeypatch.setattr(program, "_on_gpu", lambda tensors: True)
     for mod in (codegen, program, validate):
-        monkeypatch.setattr(mod, "gpu_namespace", lambda: shim)
+        monkeypatch.setattr(mod, "gpu_namespace", lambda graphs=False: shim)
     monkeypatch.setattr(codegen, "device_object", lambda obj: obj)
     monkeypatch.setattr(fusion.FusedKernel, "__call__", _interpret)
     yield

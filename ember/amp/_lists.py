@@ -60,6 +60,9 @@ CUDA_FP32 = " ".join([
     "F.hinge_embedding_loss F.kl_div F.l1_loss F.smooth_l1_loss F.huber_loss F.mse_loss",
     "F.margin_ranking_loss F.soft_margin_loss F.triplet_margin_loss F.multi_margin_loss",
     "F.binary_cross_entropy_with_logits",
+    # composites whose torch code reaches a listed op first: F.normalize divides by
+    # input.norm() (float32), and ``2 ** x`` is pow.Scalar
+    "F.normalize Tensor.__rpow__",
 ])
 # Run in float32 by passing ``dtype=float32`` when the first argument is eligible and no dtype
 # was given (torch's fp32_set_opt_dtype): the output is float32, the input is not cast.

@@ -228,6 +228,8 @@ class AccumulateGrad(Node):
         g = grads[0]
         if g is None:
             return ()
+        if g.dtype is not var.dtype:  # torch's validate_outputs casts to the input's dtype
+            g = g.to(var.dtype)
         old = var._grad
         if old is None:
             var._grad = g if STATE.enabled else _owned(g)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ember.compiler.gpu import device_object
+from ember.compiler.gpu import device_object, unless_capturing
 from ember.compiler.gpu import namespace as gpu_namespace
 from ember.compiler.ir import Graph, Node, Value
 
@@ -22,9 +22,10 @@ class _Namer:
     """Gives non-literal objects global names in the generated module, apart from the
     program's local value names (``taken``)."""
 
-    def __init__(self, taken: set, gpu: bool = False, host: set | None = None) -> None:
-        self.gpu = gpu
-        self.globals: dict = {"np": gpu_namespace() if gpu else np}
+    def __init__(self, taken: set, gpu: bool = False, host: set | None = None,
+                 graphs: bool = False) -> None:
+        self.gpu, self.graphs = gpu, graphs
+        self.globals: dict = {"np": gpu_namespace(graphs) if gpu else np}
         if gpu:
             self.globals["onp"] = np
         self.by_id: dict = {}
@@ -108,7 +109,10 @@ def _call(node: Node, namer: _Namer) -> str:
         return f"{fn}({', '.join(args)})" if kind[2] == "__call__" else \
             f"{fn}.{kind[2]}({', '.join(args)})"
     if kind[0] == "function":
-        return f"{_numpy_name(kind[1], namer, 'fn')}({', '.join(args)})"
+        fn = kind[1]
+        if namer.graphs and not node.outputs and not node.writes:  # a data check
+            fn = unless_capturing(fn)
+        return f"{_numpy_name(fn, namer, 'fn')}({', '.join(args)})"
     if kind[0] == "random":  # on the GPU: drawn on the host, copied over (as eager does)
         draw = f"{namer.bind(kind[1], 'generator')}.{kind[2]}({', '.join(args)})"
         return f"np.asarray({draw})" if namer.gpu else draw
@@ -153,13 +157,13 @@ def _runs_on_host(node: Node, host: set) -> bool:
 
 
 def python_source(graph: Graph, name: str, saved: tuple | None = None,
-                  gpu: bool = False, host: set | None = None) -> tuple:
+                  gpu: bool = False, host: set | None = None, graphs: bool = False) -> tuple:
     """The function's source and the globals it needs. It returns the tuple of the graph's
     outputs, or (when ``saved`` is given) that and the tuple of values saved for another
     program."""
     taken = {v.name for v in graph.placeholders}
     taken.update(v.name for n in graph.nodes for v in n.outputs)
-    namer = _Namer(taken, gpu, host)
+    namer = _Namer(taken, gpu, host, graphs)
     keep = {id(v) for v in (*graph.outputs, *(saved or ())) if v is not None}
     # A view keeps its base's memory alive anyway: deleting the base early changes nothing,
     # so only values whose storage is their own are deleted.
@@ -196,11 +200,12 @@ def python_source(graph: Graph, name: str, saved: tuple | None = None,
 
 
 def compile_graph(graph: Graph, name: str, saved: tuple | None = None, gpu: bool = False,
-                  host: set | None = None):
+                  host: set | None = None, graphs: bool = False):
     """The Python function for ``graph`` (see ``python_source``) and its source; with
     ``gpu``, over CuPy (``gpu.CupyNumpy``), ``host`` holding the ids of the values that stay
-    on the CPU (it grows by those the program computes from them)."""
-    source, glob = python_source(graph, name, saved, gpu, host)
+    on the CPU (it grows by those the program computes from them); ``graphs``: for a CUDA
+    graph (``gpu.namespace``, data checks left out of the recording)."""
+    source, glob = python_source(graph, name, saved, gpu, host, graphs)
     code = compile(source, f"<ember.compile {name}>", "exec")
     exec(code, glob)  # noqa: S102 - the source is ours, generated just above
     return glob[name], source

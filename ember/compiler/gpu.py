@@ -20,10 +20,11 @@ import numpy as np
 
 class CupyNumpy:
     """``np`` for generated GPU code: CuPy's function of the same name, else NumPy's (which
-    hands CuPy arrays to CuPy through ``__array_function__``)."""
+    hands CuPy arrays to CuPy through ``__array_function__``); ``overrides`` first."""
 
-    def __init__(self, cupy) -> None:
+    def __init__(self, cupy, overrides: dict | None = None) -> None:
         self._cupy = cupy
+        self.__dict__.update(overrides or {})
 
     def __getattr__(self, name: str):
         fn = getattr(self._cupy, name, None)
@@ -33,15 +34,98 @@ class CupyNumpy:
         return fn
 
 
-_NAMESPACE: list = []
+_NAMESPACE: dict = {}
 
 
-def namespace() -> CupyNumpy:
-    if not _NAMESPACE:
+def namespace(graphs: bool = False) -> CupyNumpy:
+    """The namespace of GPU programs; for programs recorded into CUDA graphs, matrix products
+    go to ``graph_matmul`` (CuPy refuses cuBLAS calls during stream capture)."""
+    if graphs not in _NAMESPACE:
         import cupy  # noqa: PLC0415 - only GPU programs get here
 
-        _NAMESPACE.append(CupyNumpy(cupy))
-    return _NAMESPACE[0]
+        _NAMESPACE[graphs] = CupyNumpy(cupy, {"matmul": graph_matmul} if graphs else None)
+    return _NAMESPACE[graphs]
+
+
+CAPTURING = [False]  # set while a CUDA graph is being recorded
+
+
+def unless_capturing(fn):
+    """A data check (``traced.check``: targets in range, say) reads values on the host, which
+    a CUDA graph cannot record: it runs on plain calls and is left out of the graph."""
+    def check(*args, **kwargs):
+        if not CAPTURING[0]:
+            fn(*args, **kwargs)
+    check.__name__ = getattr(fn, "__name__", "check")
+    return check
+
+
+_GEMM = r"""
+extern "C" __global__ void NAME(const TYPE* A, const TYPE* B, TYPE* C, int M, int N, int K,
+    long long sab, long long sam, long long sak, long long sbb, long long sbk, long long sbn,
+    long long scb, long long scm, long long scn) {
+  // one 16x16 tile of C per block, one element per thread; A and B tiles staged in shared
+  // memory; any strides (transposed views need no copy)
+  __shared__ TYPE As[16][17];
+  __shared__ TYPE Bs[16][17];
+  const TYPE* a = A + blockIdx.z * sab;
+  const TYPE* b = B + blockIdx.z * sbb;
+  int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+  TYPE acc = 0;
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    int ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;
+    As[threadIdx.y][threadIdx.x] = (row < M && ka < K) ? a[row * sam + ka * sak] : (TYPE)0;
+    Bs[threadIdx.y][threadIdx.x] = (kb < K && col < N) ? b[kb * sbk + col * sbn] : (TYPE)0;
+    __syncthreads();
+    for (int k = 0; k < 16; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[blockIdx.z * scb + row * scm + col * scn] = acc;
+}
+"""
+_KERNELS: dict = {}
+
+
+def _gemm_kernel(dtype):
+    import cupy  # noqa: PLC0415
+
+    key = np.dtype(dtype)
+    if key not in _KERNELS:
+        ctype = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}[key]
+        name = f"ember_gemm_{ctype}"
+        _KERNELS[key] = cupy.RawKernel(_GEMM.replace("NAME", name).replace("TYPE", ctype),
+                                       name)
+    return _KERNELS[key]
+
+
+def graph_matmul(a, b, out=None):
+    """``matmul`` for float32/float64 programs recorded into CUDA graphs: one kernel of ember's
+    own per product (batched over leading dimensions), which stream capture accepts. Other
+    dtypes go to CuPy's (cuBLAS: the capture then fails and the program replays plainly)."""
+    import cupy  # noqa: PLC0415
+
+    if (a.dtype != b.dtype or a.dtype not in (np.float32, np.float64) or not a.ndim
+            or not b.ndim or out is not None and not out.flags.c_contiguous):
+        return cupy.matmul(a, b, out=out)
+    va, vb = a.ndim == 1, b.ndim == 1
+    a2 = a[None, :] if va else a
+    b2 = b[:, None] if vb else b
+    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    m, k = a2.shape[-2:]
+    n = b2.shape[-1]
+    a3 = cupy.broadcast_to(a2, (*batch, m, k)).reshape(-1, m, k)
+    b3 = cupy.broadcast_to(b2, (*batch, k, n)).reshape(-1, k, n)
+    shape = (*batch, *(() if va else (m,)), *(() if vb else (n,)))
+    res = out if out is not None else cupy.empty(shape, a.dtype)
+    c3 = res.reshape(-1, m, n)  # a view of ``res``: buffers the program hands are contiguous
+    if c3.size and a3.shape[0]:
+        s = [x // a.itemsize for arr in (a3, b3, c3) for x in arr.strides]
+        if a3.shape[0] == 1:
+            s[0] = s[3] = s[6] = 0
+        grid = ((n + 15) // 16, (m + 15) // 16, c3.shape[0])
+        _gemm_kernel(a.dtype)(grid, (16, 16), (a3, b3, c3, np.int32(m), np.int32(n),
+                                                np.int32(k), *map(np.int64, s)))
+    return res
 
 
 def device_object(obj):
@@ -52,6 +136,8 @@ def device_object(obj):
 
     if isinstance(obj, np.ndarray):
         return cupy.asarray(obj)
+    if obj is np.lib.stride_tricks.as_strided:  # CuPy's takes no ``writeable``
+        return _as_strided
     if callable(obj) and (getattr(obj, "__module__", None) or "").startswith("numpy"):
         mod = obj.__module__.replace("numpy", "cupy", 1)
         for where in (mod, "cupy"):
@@ -62,6 +148,12 @@ def device_object(obj):
             if found is not None:
                 return found
     return obj
+
+
+def _as_strided(x, shape=None, strides=None, subok=False, writeable=True):
+    import cupy  # noqa: PLC0415
+
+    return cupy.lib.stride_tricks.as_strided(x, shape, strides)
 
 
 def host(a):
@@ -137,9 +229,11 @@ class GraphReplay:
                 now = self.fn(*self.static)  # this call's own run
                 stream.synchronize()
                 stream.begin_capture() if mode is None else stream.begin_capture(mode)
+                CAPTURING[0] = True
                 try:
                     self.result = self.fn(*self.static)
                 finally:
+                    CAPTURING[0] = False
                     self.graph = stream.end_capture()
         except Exception as e:  # noqa: BLE001 - any refusal: replay without a graph
             self.failed = f"{type(e).__name__}: {e}"

@@ -209,15 +209,17 @@ def build(cf, args, kwargs, roots) -> Program:
                 meta["kernels"] += fuse_elementwise(graph, keep)
             passes.reuse_dead_inputs(graph, keep)
             passes.persistent_buffers(graph, keep)
-    on_cpu = {id(v) for v, h in zip(fw_graph.placeholders, on_host) if h} if gpu else set()
-    forward, fw_source = compile_graph(fw_graph, "forward", saved, gpu, on_cpu)
-    backward = bw_source = None
-    if bw_graph is not None:
-        backward, bw_source = compile_graph(bw_graph, "backward", gpu=gpu, host=on_cpu)
     # A CUDA graph would replay the same random draws, and bake in the host scalars it reads
     # (an optimizer's step count): such a program replays without one.
     meta["gpu"] = gpu
-    meta["graphs"] = gpu and cf.cudagraphs and not meta["generators"] and not any(on_host)
+    graphs = meta["graphs"] = (gpu and cf.cudagraphs and not meta["generators"]
+                               and not any(on_host))
+    on_cpu = {id(v) for v, h in zip(fw_graph.placeholders, on_host) if h} if gpu else set()
+    forward, fw_source = compile_graph(fw_graph, "forward", saved, gpu, on_cpu, graphs)
+    backward = bw_source = None
+    if bw_graph is not None:
+        backward, bw_source = compile_graph(bw_graph, "backward", gpu=gpu, host=on_cpu,
+                                            graphs=graphs)
     if meta["graphs"]:
         forward = GraphReplay(forward, static_tail=True)
         backward = backward and GraphReplay(backward, warm=2)

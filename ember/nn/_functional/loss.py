@@ -141,7 +141,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             total = weight._data.reshape(-1)[target._data[keep]].sum(dtype=input._data.dtype)
         else:
             total = keep.sum()
-        ret = smooth.sum() / Tensor._make(np.asarray(total))
+        # a NumPy scalar on the CPU, a 0-d CuPy array on the GPU (np.asarray refuses that)
+        ret = smooth.sum() / Tensor._make(np.asarray(total) if isinstance(total, np.generic)
+                                          else total)
     else:
         ret = smooth.sum() if reduction == "sum" else smooth
     return nll * (1 - label_smoothing) + ret * (label_smoothing / n_classes)
