@@ -64,23 +64,43 @@ _GEMM = r"""
 extern "C" __global__ void NAME(const TYPE* A, const TYPE* B, TYPE* C, int M, int N, int K,
     long long sab, long long sam, long long sak, long long sbb, long long sbk, long long sbn,
     long long scb, long long scm, long long scn) {
-  // one 16x16 tile of C per block, one element per thread; A and B tiles staged in shared
-  // memory; any strides (transposed views need no copy)
-  __shared__ TYPE As[16][17];
-  __shared__ TYPE Bs[16][17];
+  // A 64x64 tile of C per block of 16x16 threads, 4x4 outputs per thread (rows ty + 16i,
+  // columns tx + 16j); 64x16 tiles of A and 16x64 of B staged in shared memory. Any strides:
+  // a transposed view needs no copy.
+  __shared__ TYPE As[16][65];
+  __shared__ TYPE Bs[16][65];
   const TYPE* a = A + blockIdx.z * sab;
   const TYPE* b = B + blockIdx.z * sbb;
-  int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
-  TYPE acc = 0;
+  int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
+  int row0 = blockIdx.y * 64, col0 = blockIdx.x * 64;
+  TYPE acc[4][4];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0;
   for (int k0 = 0; k0 < K; k0 += 16) {
-    int ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;
-    As[threadIdx.y][threadIdx.x] = (row < M && ka < K) ? a[row * sam + ka * sak] : (TYPE)0;
-    Bs[threadIdx.y][threadIdx.x] = (kb < K && col < N) ? b[kb * sbk + col * sbn] : (TYPE)0;
+    for (int l = 0; l < 4; ++l) {
+      int idx = tid + l * 256;
+      int r = idx / 16, ka = idx % 16;  // A: consecutive threads read along k
+      int gr = row0 + r, gk = k0 + ka;
+      As[ka][r] = (gr < M && gk < K) ? a[gr * sam + gk * sak] : (TYPE)0;
+      int kb = idx / 64, c = idx % 64;  // B: consecutive threads read along n
+      int gkb = k0 + kb, gc = col0 + c;
+      Bs[kb][c] = (gkb < K && gc < N) ? b[gkb * sbk + gc * sbn] : (TYPE)0;
+    }
     __syncthreads();
-    for (int k = 0; k < 16; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    for (int kk = 0; kk < 16; ++kk) {
+      TYPE av[4], bv[4];
+      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];
+      for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][tx + 16 * j];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
+    }
     __syncthreads();
   }
-  if (row < M && col < N) C[blockIdx.z * scb + row * scm + col * scn] = acc;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      int r = row0 + ty + 16 * i, c = col0 + tx + 16 * j;
+      if (r < M && c < N) C[blockIdx.z * scb + r * scm + c * scn] = acc[i][j];
+    }
 }
 """
 _KERNELS: dict = {}
@@ -122,7 +142,7 @@ def graph_matmul(a, b, out=None):
         s = [x // a.itemsize for arr in (a3, b3, c3) for x in arr.strides]
         if a3.shape[0] == 1:
             s[0] = s[3] = s[6] = 0
-        grid = ((n + 15) // 16, (m + 15) // 16, c3.shape[0])
+        grid = ((n + 63) // 64, (m + 63) // 64, c3.shape[0])
         _gemm_kernel(a.dtype)(grid, (16, 16), (a3, b3, c3, np.int32(m), np.int32(n),
                                                 np.int32(k), *map(np.int64, s)))
     return res

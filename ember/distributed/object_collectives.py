@@ -12,18 +12,32 @@ from ember.distributed import collectives as c
 from ember.distributed.process_group import resolve
 
 
-def _to_tensor(obj) -> Tensor:
-    return Tensor._make(np.frombuffer(pickle.dumps(obj), np.uint8).copy())
+def _put(a: np.ndarray, pg) -> Tensor:
+    """A tensor of ``a`` on the device the group's backend moves data on: the GPU for nccl
+    (as torch does with the current CUDA device), else the CPU."""
+    if getattr(pg._backend, "name", None) == "nccl":
+        from ember._backend import cupy_module
+
+        return Tensor._make(cupy_module().asarray(a))
+    return Tensor._make(a)
+
+
+def _host(t: Tensor) -> np.ndarray:
+    return t._data if isinstance(t._data, np.ndarray) else t._data.get()
+
+
+def _to_tensor(obj, pg) -> Tensor:
+    return _put(np.frombuffer(pickle.dumps(obj), np.uint8).copy(), pg)
 
 
 def _from_tensor(t: Tensor, size: int):
-    return pickle.loads(t._data[:size].tobytes())
+    return pickle.loads(_host(t)[:size].tobytes())
 
 
 def _sizes(t: Tensor, pg) -> list[int]:
-    sizes = [Tensor._make(np.zeros(1, np.int64)) for _ in range(pg.size())]
-    c.all_gather(sizes, Tensor._make(np.array([t.numel()], np.int64)), group=pg)
-    return [int(s._data[0]) for s in sizes]
+    sizes = [_put(np.zeros(1, np.int64), pg) for _ in range(pg.size())]
+    c.all_gather(sizes, _put(np.array([t.numel()], np.int64), pg), group=pg)
+    return [int(_host(s)[0]) for s in sizes]
 
 
 def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
@@ -34,17 +48,17 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
         return
     root = c._peer(pg, src, group_src, "src")
     mine = pg.rank() == root
-    blobs = [_to_tensor(o) for o in object_list] if mine else []
-    sizes = Tensor._make(np.array([b.numel() for b in blobs] if mine else
-                                  [0] * len(object_list), np.int64))
+    blobs = [_host(_to_tensor(o, pg)) for o in object_list] if mine else []
+    sizes = _put(np.array([b.size for b in blobs] if mine else [0] * len(object_list),
+                          np.int64), pg)
     c.broadcast(sizes, group=pg, group_src=root)
-    flat = Tensor._make(np.concatenate([b._data for b in blobs]) if mine and blobs else
-                        np.zeros(int(sizes._data.sum()), np.uint8))
+    flat = _put(np.concatenate(blobs) if mine and blobs else
+                np.zeros(int(_host(sizes).sum()), np.uint8), pg)
     c.broadcast(flat, group=pg, group_src=root)
     if not mine:
-        start = 0
-        for i, n in enumerate(sizes._data.tolist()):
-            object_list[i] = pickle.loads(flat._data[start:start + n].tobytes())
+        start, data = 0, _host(flat)
+        for i, n in enumerate(_host(sizes).tolist()):
+            object_list[i] = pickle.loads(data[start:start + n].tobytes())
             start += n
 
 
@@ -55,12 +69,12 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
         return
     if len(object_list) != pg.size():
         raise ValueError(f"all_gather_object: object_list must have {pg.size()} entries")
-    blob = _to_tensor(obj)
+    blob = _to_tensor(obj, pg)
     sizes = _sizes(blob, pg)
-    padded = Tensor._make(np.zeros(max(sizes), np.uint8))
-    padded._data[:blob.numel()] = blob._data
-    outs = [Tensor._make(np.empty(max(sizes), np.uint8)) for _ in sizes]
-    c.all_gather(outs, padded, group=pg)
+    padded = np.zeros(max(sizes), np.uint8)
+    padded[:blob.numel()] = _host(blob)
+    outs = [_put(np.empty(max(sizes), np.uint8), pg) for _ in sizes]
+    c.all_gather(outs, _put(padded, pg), group=pg)
     for i, (t, n) in enumerate(zip(outs, sizes)):
         object_list[i] = _from_tensor(t, n)
 
@@ -72,13 +86,13 @@ def gather_object(obj, object_gather_list: list | None = None, dst: int | None =
     if pg is None:
         return
     root = c._peer(pg, dst, group_dst, "dst")
-    blob = _to_tensor(obj)
+    blob = _to_tensor(obj, pg)
     sizes = _sizes(blob, pg)
-    padded = Tensor._make(np.zeros(max(sizes), np.uint8))
-    padded._data[:blob.numel()] = blob._data
+    padded = np.zeros(max(sizes), np.uint8)
+    padded[:blob.numel()] = _host(blob)
     mine = pg.rank() == root
-    outs = [Tensor._make(np.empty(max(sizes), np.uint8)) for _ in sizes] if mine else None
-    c.gather(padded, outs, group=pg, group_dst=root)
+    outs = [_put(np.empty(max(sizes), np.uint8), pg) for _ in sizes] if mine else None
+    c.gather(_put(padded, pg), outs, group=pg, group_dst=root)
     if mine:
         for i, (t, n) in enumerate(zip(outs, sizes)):
             object_gather_list[i] = _from_tensor(t, n)

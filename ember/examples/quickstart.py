@@ -160,8 +160,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--amp", action="store_true",
                    help="mixed precision: autocast (bfloat16 on the CPU; float16 with a "
                         "GradScaler on cuda)")
-    p.add_argument("--compile", action="store_true",
-                   help="ember.compile the model and the optimizer step (captured programs)")
+    p.add_argument("--compile", nargs="?", const="default", default=None, metavar="MODE",
+                   help="ember.compile the model and the optimizer step (captured programs); "
+                        "MODE reduce-overhead replays CUDA graphs on cuda")
     p.add_argument("--save", default="model.pth", help="where to save the trained weights")
     p.add_argument("--limit", type=int, default=None,
                    help="use only the first N training and test images (smoke runs)")
@@ -218,8 +219,8 @@ def main(argv=None) -> float:
         print(f"Wrote {args.explore}: open it in a browser\n")
 
     if args.compile:
-        model.compile()  # in place: the state_dict keeps its keys
-        optimizer.step = torch.compile(optimizer.step)
+        model.compile(mode=args.compile)  # in place: the state_dict keeps its keys
+        optimizer.step = torch.compile(optimizer.step, mode=args.compile)
 
     writer = None
     if args.logdir:
