@@ -133,12 +133,13 @@ def graph_matmul(a, b, out=None):
     batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     m, k = a2.shape[-2:]
     n = b2.shape[-1]
-    a3 = cupy.broadcast_to(a2, (*batch, m, k)).reshape(-1, m, k)
-    b3 = cupy.broadcast_to(b2, (*batch, k, n)).reshape(-1, k, n)
+    nb = int(np.prod(batch))  # (not -1 in the reshapes: a size may be 0)
+    a3 = cupy.broadcast_to(a2, (*batch, m, k)).reshape(nb, m, k)
+    b3 = cupy.broadcast_to(b2, (*batch, k, n)).reshape(nb, k, n)
     shape = (*batch, *(() if va else (m,)), *(() if vb else (n,)))
     res = out if out is not None else cupy.empty(shape, a.dtype)
-    c3 = res.reshape(-1, m, n)  # a view of ``res``: buffers the program hands are contiguous
-    if c3.size and a3.shape[0]:
+    c3 = res.reshape(nb, m, n)  # a view of ``res``: buffers the program hands are contiguous
+    if c3.size:  # (k == 0 leaves the sums at 0, as they should be)
         s = [x // a.itemsize for arr in (a3, b3, c3) for x in arr.strides]
         if a3.shape[0] == 1:
             s[0] = s[3] = s[6] = 0

@@ -56,7 +56,8 @@ class _Bucket:
     def __init__(self, indices: list[int], params: list) -> None:
         self.indices = indices
         total = sum(params[i].numel() for i in indices)
-        self.buffer = np.zeros(total, params[indices[0]]._data.dtype)
+        first = params[indices[0]]._data
+        self.buffer = np.zeros(total, first.dtype, like=first)  # on the parameters' device
         self.views, start = [], 0
         for i in indices:
             n = params[i].numel()
