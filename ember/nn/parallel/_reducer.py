@@ -159,9 +159,9 @@ class Reducer:
             return
         used = self.used
         if self.find_unused:
-            flags = Tensor._make(used.copy())
+            flags = self.meta(used)
             c.all_reduce(flags, ReduceOp.MAX, self.group)
-            used = flags._data
+            used = np.asarray(flags._data.tolist())
         for b in self.buckets:
             b.work.wait()
         for b in self.buckets:
@@ -179,11 +179,16 @@ class Reducer:
         if not self.rebuilt:
             self._rebuild()
 
+    def meta(self, values: np.ndarray) -> Tensor:
+        """Bookkeeping values as a tensor on the parameters' device (nccl takes CUDA tensors
+        only, as torch's DDP keeps its own on the module's device)."""
+        return Tensor._make(np.array(values, like=self.params[0]._data))
+
     def _rebuild(self) -> None:
         """Re-cut the buckets in the order gradients arrived on rank 0 (broadcast to all)."""
-        order = Tensor._make(np.array(self.ready_order, np.int64))
+        order = self.meta(np.array(self.ready_order, np.int64))
         if order.numel() != len(self.params):
-            order = Tensor._make(np.arange(len(self.params) - 1, -1, -1, dtype=np.int64))
+            order = self.meta(np.arange(len(self.params) - 1, -1, -1, dtype=np.int64))
         c.broadcast(order, group=self.group, group_src=0)
         ranked = order._data.tolist()
         self._build(compute_bucket_assignment_by_size([self.params[i] for i in ranked],

@@ -129,7 +129,7 @@ class DistributedDataParallel(Module):
     # --- uneven inputs --------------------------------------------------------------------
     def _count_active(self, me: int) -> int:
         """How many ranks are still training (each forward inside ``join()`` asks)."""
-        flag = Tensor._make(np.array([me], np.int64))
+        flag = self.reducer.meta(np.array([me], np.int64))
         c.all_reduce(flag, group=self.process_group)
         active = int(flag._data[0])
         state = self._join_state
@@ -158,8 +158,8 @@ class DistributedDataParallel(Module):
                 if self.broadcast_buffers and buffers:
                     self._broadcast(buffers)
                 self.reducer.shadow()
-            key = Tensor._make(np.array([self._join_state["iterations"] * self._group_size +
-                                         resolve(self.process_group).rank()], np.int64))
+            key = self.reducer.meta(np.array([self._join_state["iterations"] * self._group_size
+                                              + resolve(self.process_group).rank()], np.int64))
             c.all_reduce(key, ReduceOp.MAX, group=self.process_group)
             self._broadcast(list(self.module.parameters()) + list(self.module.buffers()),
                             src=int(key._data[0]) % self._group_size)
