@@ -22,10 +22,10 @@ multilabel_margin_loss, fake_quantize_per_tensor_affine.
 from __future__ import annotations
 
 _CONV = "conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d"
+_CONVS = _CONV + " " + " ".join("F." + n for n in _CONV.split())  # torch.* and F.* names
 
 CPU_LOWER_PRECISION_FP = " ".join([
-    _CONV, " ".join("F." + n for n in _CONV.split()),
-    "mm bmm matmul addmm addbmm baddbmm linalg.vecdot prelu F.prelu F.linear",
+    _CONVS, "mm bmm matmul addmm addbmm baddbmm linalg.vecdot prelu F.prelu F.linear",
     "F.scaled_dot_product_attention nn.RNNBase._run_dir",
 ])
 CPU_FP32 = " ".join([
@@ -48,8 +48,7 @@ CPU_PROMOTE = "cat stack index_copy Tensor.index_copy"
 # out-of-place one; ``x[i] = v`` is index_put_, not listed), norm.Scalar/ScalarOpt_dim (torch's
 # Python ``norm`` calls linalg.vector_norm, listed below).
 CUDA_LOWER_PRECISION_FP = " ".join([
-    _CONV, " ".join("F." + n for n in _CONV.split()),
-    "mm bmm matmul addmm addbmm baddbmm addmv addr mv einsum chain_matmul linalg.vecdot",
+    _CONVS, "mm bmm matmul addmm addbmm baddbmm addmv addr mv einsum chain_matmul linalg.vecdot",
     "linalg.multi_dot prelu F.prelu F.linear F.scaled_dot_product_attention nn.RNNBase._run_dir",
 ])
 CUDA_FP32 = " ".join([
