@@ -272,7 +272,13 @@ def _sum_to(g, shape: tuple, node, i: int):
     dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape)
                                       if s == 1 and a.shape[lead + k] != 1)
     if dims:
-        a = a.sum(axis=dims, dtype=a.dtype, keepdims=True)
+        dt = a.dtype
+        if dt.itemsize == 2 and dt.kind in "fV" and isinstance(a, np.ndarray):
+            # float16 / bfloat16 sum in float32 and round once, as ``sum`` does (and torch):
+            # NumPy would add in the half type, rounding at every step, and slowly.
+            a = a.astype(np.float32).sum(axis=dims, dtype=np.float32, keepdims=True).astype(dt)
+        else:
+            a = a.sum(axis=dims, dtype=dt, keepdims=True)
     return Tensor._make(a.reshape(shape) if lead else a)
 
 

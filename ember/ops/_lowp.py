@@ -10,11 +10,15 @@ CuPy's own float16 GEMMs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
 
 F32 = np.dtype(np.float32)
+
+# id -> (array, its float32 copy) for the arrays ``upcast_once`` shares, while its block runs.
+_SHARED: dict[int, tuple] = {}
 
 
 def lowp_dtype(a) -> np.dtype | None:
@@ -23,6 +27,41 @@ def lowp_dtype(a) -> np.dtype | None:
     if dt.itemsize == 2 and dt.kind in "fV" and isinstance(a, np.ndarray):
         return dt
     return None
+
+
+def upcast(x: np.ndarray) -> np.ndarray:
+    """``x.astype(float32)``, or the shared copy when ``upcast_once`` shares ``x`` or the
+    transpose of ``x`` is asked for."""
+    if _SHARED:
+        hit = _SHARED.get(id(x))
+        if hit is not None and hit[0] is x:
+            return hit[1]
+        base = x.base
+        hit = _SHARED.get(id(base)) if base is not None else None
+        # A view of all of the shared (C- or F-contiguous) matrix with its shape and strides
+        # reversed starts where it does: its transpose, which x.astype would lay out as the
+        # copy's transpose (no length-1 dims), so a GEMM on it makes the same BLAS call.
+        if hit is not None and hit[0] is base and x.dtype == base.dtype and x.ndim == 2 \
+                and x.shape == base.shape[::-1] and x.strides == base.strides[::-1]:
+            return hit[1].T
+    return x.astype(F32)
+
+
+@contextlib.contextmanager
+def upcast_once(x):
+    """Within the block, ``upcast`` of ``x`` or of ``x.T`` reads one float32 copy of ``x``
+    (the gradient that both input gradients of a matrix product multiply): a no-op unless ``x``
+    is a C- or F-contiguous half-precision NumPy matrix without length-1 dims that owns its
+    memory."""
+    if lowp_dtype(x) is None or x.ndim != 2 or x.base is not None or min(x.shape) < 2 \
+            or not (x.flags.c_contiguous or x.flags.f_contiguous) or id(x) in _SHARED:
+        yield
+        return
+    _SHARED[id(x)] = (x, x.astype(F32))
+    try:
+        yield
+    finally:
+        del _SHARED[id(x)]
 
 
 def float32_math(fn):
@@ -35,7 +74,7 @@ def float32_math(fn):
         dt = None if a.dtype is F32 else lowp_dtype(a)
         if dt is None:
             return fn(a, *args, **kwargs)
-        up = [x.astype(F32) if isinstance(x, np.ndarray) and x.dtype == dt else x
+        up = [upcast(x) if isinstance(x, np.ndarray) and x.dtype == dt else x
               for x in (a, *args)]
         out = fn(*up, **kwargs)
         if isinstance(out, tuple):
@@ -107,21 +146,38 @@ def _upcast_forward(fwd, skip: int, rounded: int | None):
     return forward
 
 
+def _array_up(g):
+    from ember._tensor import Tensor
+
+    return g if g._data.dtype == F32 else Tensor._make(g._data.astype(F32))  # as .float()
+
+
+def _array_down(g, dt: np.dtype):
+    from ember._tensor import Tensor
+
+    return Tensor._make(g._data.astype(dt))
+
+
 def _upcast_backward(bwd, skip: int):
     """Backward of an upcast forward: float32 gradients in, the inputs' dtypes out."""
     from ember import _dtype
+    from ember._tensor import Tensor
+    from ember.autograd.grad_mode import STATE
 
     @functools.wraps(bwd)
     def backward(*args):
         dtypes = args[skip - 1].__dict__.get("_lowp_in")
         if dtypes is None:
             return bwd(*args)
-        grads = [g.float() if g is not None and g._data.dtype in dtypes else g
+        if STATE.enabled:  # create_graph: the casts are part of the graph
+            up, down = Tensor.float, lambda g, dt: g.to(_dtype.from_numpy_dtype(dt))
+        else:  # a plain backward casts the arrays (what the ops compute, without them)
+            up, down = _array_up, _array_down
+        grads = [up(g) if g is not None and g._data.dtype in dtypes else g
                  for g in args[skip:]]
         out = bwd(*args[:skip], *grads)
         single = not isinstance(out, tuple)
-        res = tuple(g if g is None or dt is None or g._data.dtype == dt
-                    else g.to(_dtype.from_numpy_dtype(dt))
+        res = tuple(g if g is None or dt is None or g._data.dtype == dt else down(g, dt)
                     for g, dt in zip((out,) if single else out, dtypes))
         return res[0] if single else res
 

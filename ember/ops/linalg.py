@@ -6,6 +6,8 @@ or vector is folded into one mm / mv, and only batch @ batch goes through bmm.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ember._tensor import Tensor
@@ -96,20 +98,24 @@ def _mm_grads(g: Tensor, a: Tensor, b: Tensor, need_a: bool, need_b: bool,
     ga = gb = None
     if not STATE.enabled and PROFILER[0] is None:
         gd = g._data
-        if need_a:
-            bd = b._data
-            ga = (_transposed(_lowp.matmul(bd, gd.T)) if layout[0]
-                  else Tensor._make(_lowp.matmul(gd, bd.T)))
-        if need_b:
-            ad = a._data
-            gb = (_transposed(_lowp.matmul(gd.T, ad)) if layout[1]
-                  else Tensor._make(_lowp.matmul(ad.T, gd)))
+        with _lowp.upcast_once(gd) if need_a and need_b else _NOTHING:
+            if need_a:
+                bd = b._data
+                ga = (_transposed(_lowp.matmul(bd, gd.T)) if layout[0]
+                      else Tensor._make(_lowp.matmul(gd, bd.T)))
+            if need_b:
+                ad = a._data
+                gb = (_transposed(_lowp.matmul(gd.T, ad)) if layout[1]
+                      else Tensor._make(_lowp.matmul(ad.T, gd)))
         return ga, gb
     if need_a:
         ga = b.mm(g.t()).t() if layout[0] else g.mm(b.t())
     if need_b:
         gb = g.t().mm(a).t() if layout[1] else a.t().mm(g)
     return ga, gb
+
+
+_NOTHING = contextlib.nullcontext()
 
 
 def _transposed(product) -> Tensor:
