@@ -18,8 +18,9 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.ops._cephes import Piecewise, binary_inputs, tensor
 
-# A step maps (x, p, q, j) to the next value; j counts steps from 1.
-Step = Callable[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]
+# A step gives (a, b, d) for the next value (a * q - b) / d (d None: no division), from
+# (x, p, q, j), where j counts steps from 1.
+Step = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple]
 
 
 def _degree(n: np.ndarray) -> np.ndarray:
@@ -29,15 +30,31 @@ def _degree(n: np.ndarray) -> np.ndarray:
     return np.where(ok, n, -1.0).astype(np.int64)
 
 
+def _fused(a: np.ndarray, q: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a * q - b`` rounded once, as torch's compiled kernels compute it (one fused
+    multiply-add; it decides where a value near the dtype's limit overflows): exact for
+    float32 through float64, plain arithmetic for float64."""
+    if a.dtype != np.float32:
+        return a * q - b
+    wide = a.astype(np.float64)
+    wide *= q
+    wide -= b
+    return wide.astype(np.float32)
+
+
 def _recurrence(x: np.ndarray, q: np.ndarray, steps: np.ndarray, step: Step) -> np.ndarray:
-    """``q`` after ``steps`` (per element) applications of ``p, q = q, step(x, p, q, j)``
-    starting from p = 1; an element stops early once its value is NaN (it stays NaN)."""
+    """``q`` after ``steps`` (per element) applications of ``p, q = q, step(...)`` starting
+    from p = 1; an element stops early once its value is NaN (it stays NaN)."""
     out = q.copy()
     idx = np.flatnonzero(steps > 0)
     x, p, q, steps = x[idx], np.ones_like(q[idx]), q[idx], steps[idx]
     j = 1
     while idx.size:
-        p, q = q, step(x, p, q, j)
+        a, b, d = step(x, p, q, j)
+        r = _fused(a, q, b)
+        if d is not None:
+            r /= d
+        p, q = q, r
         done = (steps <= j) | np.isnan(q)
         if done.any():
             out[idx[done]] = q[done]
@@ -48,7 +65,23 @@ def _recurrence(x: np.ndarray, q: np.ndarray, steps: np.ndarray, step: Step) -> 
 
 
 def _chebyshev_step(x, p, q, j):
-    return (x + x) * q - p
+    return x + x, p, None
+
+
+def _hermite_step(x, p, q, j):
+    return x + x, (2 * j) * p, None
+
+
+def _hermite_e_step(x, p, q, j):
+    return x, j * p, None
+
+
+def _laguerre_step(x, p, q, j):
+    return (j + j) + (1.0 - x), j * p, j + 1
+
+
+def _legendre_step(x, p, q, j):
+    return (j + j + 1) * x, j * p, j + 1
 
 
 def _polynomial(name: str, x, n, fn) -> Tensor:
@@ -111,11 +144,8 @@ def _hermite(x: np.ndarray, k: np.ndarray, probabilists: bool) -> np.ndarray:
     first = x if probabilists else x + x
     _first_terms(pw, k, first)
     pw.case(k > limit, np.nan)
-    if probabilists:
-        return pw.rest(lambda i: _recurrence(x[i], first[i], k[i] - 1,
-                                             lambda x_, p, q, j: x_ * q - j * p))
-    return pw.rest(lambda i: _recurrence(x[i], first[i], k[i] - 1,
-                                         lambda x_, p, q, j: (x_ + x_) * q - (2 * j) * p))
+    step = _hermite_e_step if probabilists else _hermite_step
+    return pw.rest(lambda i: _recurrence(x[i], first[i], k[i] - 1, step))
 
 
 def _laguerre(x: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -124,9 +154,7 @@ def _laguerre(x: np.ndarray, k: np.ndarray) -> np.ndarray:
     pw.case(x == 0.0, 1.0)
     first = 1.0 - x
     _first_terms(pw, k, first)
-    return pw.rest(lambda i: _recurrence(x[i], first[i], k[i] - 1,
-                                         lambda x_, p, q, j: ((j + j + (1.0 - x_)) * q - j * p)
-                                         / (j + 1)))
+    return pw.rest(lambda i: _recurrence(x[i], first[i], k[i] - 1, _laguerre_step))
 
 
 def _legendre(x: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -134,9 +162,7 @@ def _legendre(x: np.ndarray, k: np.ndarray) -> np.ndarray:
     pw.case(k < 0, 0.0)
     pw.case(np.abs(x) == 1.0, np.where((x > 0.0) | (k % 2 == 0), 1.0, -1.0))
     _first_terms(pw, k, x)
-    return pw.rest(lambda i: _recurrence(x[i], x[i], k[i] - 1,
-                                         lambda x_, p, q, j: ((j + j + 1) * x_ * q - j * p)
-                                         / (j + 1)))
+    return pw.rest(lambda i: _recurrence(x[i], x[i], k[i] - 1, _legendre_step))
 
 
 def chebyshev_polynomial_t(x, n) -> Tensor:
