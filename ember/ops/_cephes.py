@@ -91,7 +91,7 @@ class Piecewise:
     def case(self, mask, value) -> None:
         hit = self.todo & mask
         if hit.any():
-            idx = np.flatnonzero(hit)
+            idx = slice(None) if hit.all() else np.flatnonzero(hit)  # a slice is a view
             if callable(value):
                 self.out[idx] = value(idx)
             else:
@@ -101,7 +101,7 @@ class Piecewise:
     def rest(self, value: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """The remaining elements; returns the result."""
         if self.todo.any():
-            idx = np.flatnonzero(self.todo)
+            idx = slice(None) if self.todo.all() else np.flatnonzero(self.todo)
             self.out[idx] = value(idx)
         return self.out
 

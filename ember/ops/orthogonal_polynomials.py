@@ -44,32 +44,39 @@ def _fused(a: np.ndarray, q: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _recurrence(x: np.ndarray, q: np.ndarray, steps: np.ndarray, step: Step) -> np.ndarray:
     """``q`` after ``steps`` (per element) applications of ``p, q = q, step(...)`` starting
-    from p = 1; an element stops early once its value is NaN (it stays NaN)."""
+    from p = 1; an element stops early once its value is NaN (it stays NaN, so that test can
+    wait for the next step where some element finishes, or every 16th)."""
     out = q.copy()
-    idx = np.flatnonzero(steps > 0)
-    x, p, q, steps = x[idx], np.ones_like(q[idx]), q[idx], steps[idx]
+    idx = None  # where the running elements go in ``out``; None: all, in order
+    p = np.ones_like(q)
+    first_stop = steps.min(initial=0)
     j = 1
-    while idx.size:
+    while q.size:
         a, b, d = step(x, p, q, j)
         r = _fused(a, q, b)
         if d is not None:
             r /= d
         p, q = q, r
-        done = (steps <= j) | np.isnan(q)
-        if done.any():
-            out[idx[done]] = q[done]
-            keep = ~done
-            idx, x, p, q, steps = idx[keep], x[keep], p[keep], q[keep], steps[keep]
+        if j >= first_stop or j % 16 == 0:
+            done = (steps <= j) | np.isnan(q)
+            if done.any():
+                out[np.flatnonzero(done) if idx is None else idx[done]] = q[done]
+                keep = ~done
+                idx = np.flatnonzero(keep) if idx is None else idx[keep]
+                x, p, q, steps = x[keep], p[keep], q[keep], steps[keep]
+                first_stop = steps.min(initial=0)
         j += 1
     return out
 
 
-def _chebyshev_step(x, p, q, j):
-    return x + x, p, None
+def _doubled_step(x2, p, q, j):
+    """Chebyshev: 2x q - p (``x2`` is 2x)."""
+    return x2, p, None
 
 
-def _hermite_step(x, p, q, j):
-    return x + x, (2 * j) * p, None
+def _hermite_step(x2, p, q, j):
+    """Physicists' Hermite: 2x q - 2j p (``x2`` is 2x)."""
+    return x2, (2 * j) * p, None
 
 
 def _hermite_e_step(x, p, q, j):
@@ -116,7 +123,7 @@ def _chebyshev(x: np.ndarray, k: np.ndarray, kind: str, shifted: bool) -> np.nda
                                                                       sign[i]))
     first = {"t": y, "u": y + y, "v": y + y - 1.0, "w": y + y + 1.0}[kind]
     _first_terms(pw, k, first)
-    return pw.rest(lambda i: _recurrence(y[i], first[i], k[i] - 1, _chebyshev_step))
+    return pw.rest(lambda i: _recurrence(y[i] + y[i], first[i], k[i] - 1, _doubled_step))
 
 
 def _trigonometric(y: np.ndarray, nf: np.ndarray, kind: str, sign: np.ndarray) -> np.ndarray:
@@ -144,8 +151,9 @@ def _hermite(x: np.ndarray, k: np.ndarray, probabilists: bool) -> np.ndarray:
     first = x if probabilists else x + x
     _first_terms(pw, k, first)
     pw.case(k > limit, np.nan)
-    step = _hermite_e_step if probabilists else _hermite_step
-    return pw.rest(lambda i: _recurrence(x[i], first[i], k[i] - 1, step))
+    if probabilists:
+        return pw.rest(lambda i: _recurrence(x[i], x[i], k[i] - 1, _hermite_e_step))
+    return pw.rest(lambda i: _recurrence(first[i], first[i], k[i] - 1, _hermite_step))
 
 
 def _laguerre(x: np.ndarray, k: np.ndarray) -> np.ndarray:

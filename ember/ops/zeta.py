@@ -86,9 +86,9 @@ def _tail(x: np.ndarray, s: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndar
 
 
 def _zeta(x: np.ndarray, q: np.ndarray, dtype) -> np.ndarray:
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # poles and float32 overflow give torch's inf / nan
         out = _hurwitz(x.astype(np.float64), q.astype(np.float64))
-    return out.reshape(np.broadcast_shapes(x.shape, q.shape)).astype(dtype, copy=False)
+        return out.reshape(np.broadcast_shapes(x.shape, q.shape)).astype(dtype, copy=False)
 
 
 def _no_x_grad():
