@@ -20,11 +20,11 @@ from ember.ops.pointwise_more import not_for
 _NUMBER = (int, float, bool)
 
 
-def unary_input(name: str, input) -> np.ndarray:
+def unary_input(name: str, input, arg: str = "input") -> np.ndarray:
     """``input`` as an array of torch's result dtype (integers and bool: the default float);
-    float16, bfloat16 and complex have no kernel in torch."""
+    float16, bfloat16 and complex have no kernel in torch. ``arg``: the parameter's name."""
     if not isinstance(input, Tensor):
-        raise TypeError(f"special_{name}(): argument 'input' (position 1) must be Tensor, not "
+        raise TypeError(f"special_{name}(): argument '{arg}' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     t = float_arg(input)
     if t.dtype not in (_dtype.float32, _dtype.float64):

@@ -291,15 +291,15 @@ def _spherical_j0(x: np.ndarray) -> np.ndarray:
     return pw.rest(lambda i: np.sin(x[i]) / x[i])
 
 
-def _unary(name: str, fn, input: Tensor) -> Tensor:
-    x = unary_input(name, input)
+def _unary(name: str, fn, input: Tensor, arg: str = "input") -> Tensor:
+    x = unary_input(name, input, arg)
     with np.errstate(all="ignore"):  # poles, overflow and NaN give torch's inf / nan / 0
         return tensor(fn(x.ravel()), x.shape)
 
 
-def airy_ai(input: Tensor) -> Tensor:
+def airy_ai(x: Tensor) -> Tensor:
     """The Airy function Ai(x)."""
-    return _unary("airy_ai", _airy_ai, input)
+    return _unary("airy_ai", _airy_ai, x, "x")
 
 
 def bessel_j0(input: Tensor) -> Tensor:
@@ -332,16 +332,16 @@ def modified_bessel_k1(input: Tensor) -> Tensor:
     return _unary("modified_bessel_k1", lambda x: _k(x, 1, False), input)
 
 
-def scaled_modified_bessel_k0(input: Tensor) -> Tensor:
+def scaled_modified_bessel_k0(x: Tensor) -> Tensor:
     """``exp(x) * modified_bessel_k0(x)``, without underflow for large x."""
-    return _unary("scaled_modified_bessel_k0", lambda x: _k(x, 0, True), input)
+    return _unary("scaled_modified_bessel_k0", lambda a: _k(a, 0, True), x, "x")
 
 
-def scaled_modified_bessel_k1(input: Tensor) -> Tensor:
+def scaled_modified_bessel_k1(x: Tensor) -> Tensor:
     """``exp(x) * modified_bessel_k1(x)``, without underflow for large x."""
-    return _unary("scaled_modified_bessel_k1", lambda x: _k(x, 1, True), input)
+    return _unary("scaled_modified_bessel_k1", lambda a: _k(a, 1, True), x, "x")
 
 
-def spherical_bessel_j0(input: Tensor) -> Tensor:
+def spherical_bessel_j0(x: Tensor) -> Tensor:
     """The spherical Bessel function of the first kind of order 0, ``sin(x) / x``."""
-    return _unary("spherical_bessel_j0", _spherical_j0, input)
+    return _unary("spherical_bessel_j0", _spherical_j0, x, "x")
