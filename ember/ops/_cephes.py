@@ -77,6 +77,24 @@ def binary_inputs(name: str, names: tuple[str, str], a, b) -> tuple:
     return xa, xb, shape
 
 
+CHUNK = 1 << 16
+
+
+def blockwise(fn, *flat: np.ndarray) -> np.ndarray:
+    """``fn(*flat)`` a block of CHUNK elements at a time: the tens of passes over each block's
+    temporaries then stay in cache (~2-3x faster than over a large array)."""
+    n = flat[0].size
+    if n <= CHUNK:
+        return fn(*flat)
+    out = None
+    for start in range(0, n, CHUNK):
+        part = fn(*(a[start:start + CHUNK] for a in flat))
+        if out is None:
+            out = np.empty(n, part.dtype)
+        out[start:start + CHUNK] = part
+    return out
+
+
 class Piecewise:
     """A flat result filled case by case, first matching case wins (torch's chain of ``if``
     ... ``return``): ``case(mask, value)`` sets the elements that match ``mask`` and no earlier

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ember._tensor import Tensor
-from ember.ops._cephes import Piecewise, chebyshev_series, polevl, tensor, unary_input
+from ember.ops._cephes import Piecewise, blockwise, chebyshev_series, polevl, tensor, unary_input
 from ember.ops.bessel import _bessel
 
 # Coefficient tables, highest power first, copied from torch's kernels.
@@ -294,7 +294,7 @@ def _spherical_j0(x: np.ndarray) -> np.ndarray:
 def _unary(name: str, fn, input: Tensor, arg: str = "input") -> Tensor:
     x = unary_input(name, input, arg)
     with np.errstate(all="ignore"):  # poles, overflow and NaN give torch's inf / nan / 0
-        return tensor(fn(x.ravel()), x.shape)
+        return tensor(blockwise(fn, x.ravel()), x.shape)
 
 
 def airy_ai(x: Tensor) -> Tensor:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ember._tensor import Tensor
-from ember.ops._cephes import Piecewise, binary_inputs, tensor
+from ember.ops._cephes import Piecewise, binary_inputs, blockwise, tensor
 
 # A step gives (a, b, d) for the next value (a * q - b) / d (d None: no division), from
 # (x, p, q, j), where j counts steps from 1.
@@ -94,7 +94,7 @@ def _legendre_step(x, p, q, j):
 def _polynomial(name: str, x, n, fn) -> Tensor:
     xs, ns, shape = binary_inputs(name, ("x", "n"), x, n)
     with np.errstate(all="ignore"):
-        return tensor(fn(xs, _degree(ns)), shape)
+        return tensor(blockwise(fn, xs, _degree(ns)), shape)
 
 
 def _first_terms(pw: Piecewise, k: np.ndarray, first: np.ndarray) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from ember._tensor import Tensor
 from ember.autograd.engine import will_engine_execute_node
 from ember.autograd.function import Op
-from ember.ops._cephes import Piecewise, check_pair, pair_dtype
+from ember.ops._cephes import Piecewise, blockwise, check_pair, pair_dtype
 from ember.ops._promote import binary_args
 
 _MACHEP = 1.11022302462515654042e-16
@@ -28,8 +28,7 @@ _A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7
 
 
 def _hurwitz(x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """zeta(x, q) of broadcast float64 arrays."""
-    x, q = (a.ravel() for a in np.broadcast_arrays(x, q))
+    """zeta(x, q) of flat float64 arrays."""
     pw = Piecewise(x.size, np.float64)
     pw.case(x == 1.0, np.inf)
     pw.case(x < 1.0, np.nan)
@@ -87,8 +86,9 @@ def _tail(x: np.ndarray, s: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndar
 
 def _zeta(x: np.ndarray, q: np.ndarray, dtype) -> np.ndarray:
     with np.errstate(all="ignore"):  # poles and float32 overflow give torch's inf / nan
-        out = _hurwitz(x.astype(np.float64), q.astype(np.float64))
-        return out.reshape(np.broadcast_shapes(x.shape, q.shape)).astype(dtype, copy=False)
+        shape = np.broadcast_shapes(x.shape, q.shape)
+        x, q = (np.broadcast_to(a.astype(np.float64), shape).ravel() for a in (x, q))
+        return blockwise(_hurwitz, x, q).reshape(shape).astype(dtype, copy=False)
 
 
 def _no_x_grad():
