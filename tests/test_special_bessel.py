@@ -347,6 +347,26 @@ def test_zeta_no_derivative_for_x(scalar_q):
     _same_error(run, NotImplementedError)
 
 
+def test_zeta_forward_ad_not_implemented():
+    for make in (lambda lib, d: lib.special.zeta(lib.tensor([2.5]), d),
+                 lambda lib, d: lib.special.zeta(d, 2.0), lambda lib, d: lib.special.zeta(2.0, d)):
+        def run(lib, make=make):
+            fw = lib.autograd.forward_ad
+            with fw.dual_level():
+                make(lib, fw.make_dual(lib.tensor([1.5]), lib.tensor([1.0])))
+        _same_error(run, NotImplementedError)
+
+
+def test_no_derivative_under_forward_ad():
+    """The other functions have no tangent: the result is a plain tensor."""
+    for lib in (ember, torch):
+        fw = lib.autograd.forward_ad
+        with fw.dual_level():
+            d = fw.make_dual(lib.tensor([1.5]), lib.tensor([1.0]))
+            assert fw.unpack_dual(lib.special.bessel_j0(d)).tangent is None
+            assert fw.unpack_dual(lib.special.legendre_polynomial_p(d, 3)).tangent is None
+
+
 def test_zeta_gradcheck_q():
     x = _RNG.uniform(1.5, 4, (4,))
     q = _RNG.uniform(0.5, 3, (4,))

@@ -7,7 +7,7 @@ a term no longer changes the sum; the rest is the Euler-Maclaurin tail with up t
 terms. Both loops run over all elements at once, each element leaving at torch's test.
 
 Only ``q`` has a derivative, ``-x * zeta(x + 1, q)``; asking for the one of ``x`` raises torch's
-NotImplementedError at backward.
+NotImplementedError at backward, and forward AD raises torch's NotImplementedError.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember._tensor import Tensor
+from ember.autograd import forward_ad
 from ember.autograd.engine import will_engine_execute_node
 from ember.autograd.function import Op
 from ember.ops._cephes import Piecewise, blockwise, check_pair, pair_dtype
@@ -147,6 +148,12 @@ def zeta(input, other) -> Tensor:
     """The Hurwitz zeta function ``sum_k (k + other)^-input``; ``zeta(x, 1)`` is Riemann's."""
     check_pair("zeta", ("input", "other"), input, other)
     pair_dtype("zeta", input, other)  # torch's errors for dtypes without a kernel
+    if forward_ad.active((input, other)):
+        raise NotImplementedError(
+            "Trying to use forward AD with special_zeta that does not support it because it has "
+            "not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/"
+            "pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize "
+            "its implementation or submit a PR adding the implementation to derivatives.yaml")
     if isinstance(input, Tensor) and isinstance(other, Tensor):
         return Zeta.apply(*binary_args(input, other, float_result=True))
     if isinstance(input, Tensor):
