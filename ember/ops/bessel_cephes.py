@@ -3,8 +3,9 @@
 ``scaled_`` (times ``exp(x)``) forms and ``spherical_bessel_j0``.
 
 Each is the rational or Chebyshev approximation of torch's kernel (ATen/native/Math.h),
-evaluated in the result dtype branch by branch over the elements that take the branch. As in
-torch they have no derivative: the results never require grad.
+evaluated in the result dtype branch by branch over the elements that take the branch. I0 and
+I1 in the K functions come from ``ember.ops.bessel`` (float64) where torch has Cephes'
+Chebyshev kernels. As in torch they have no derivative: the results never require grad.
 """
 
 from __future__ import annotations
@@ -174,9 +175,10 @@ def _airy_positive(x: np.ndarray) -> np.ndarray:
 def _airy_series_coefficients(offset: int) -> tuple:
     """The Maclaurin coefficients in z = x^3 of Ai's two solutions, highest first:
     f = sum z^k / (2*3 * 5*6 * ... (3k-1)*3k) (offset 0), g / x = sum z^k / (3*4 * ... 3k*(3k+1))
-    (offset 1); 12 terms reach 1e-17 relative for |x| < 2.09, where the series is used."""
+    (offset 1). The series is used for |x| < 2.09, where the first term left out of 14 is
+    below 1e-21."""
     out, c = [1.0], 1.0
-    for k in range(1, 12):
+    for k in range(1, 14):
         c /= (3 * k - 1 + offset) * (3 * k + offset)
         out.append(c)
     return tuple(reversed(out))

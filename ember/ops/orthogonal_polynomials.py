@@ -32,8 +32,8 @@ def _degree(n: np.ndarray) -> np.ndarray:
 
 def _fused(a: np.ndarray, q: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a * q - b`` rounded once, as torch's compiled kernels compute it (one fused
-    multiply-add; it decides where a value near the dtype's limit overflows): exact for
-    float32 through float64, plain arithmetic for float64."""
+    multiply-add, which also decides where a value near the dtype's limit overflows). For
+    float32 through float64, where the product is exact; float64 rounds twice."""
     if a.dtype != np.float32:
         return a * q - b
     wide = a.astype(np.float64)
