@@ -47,3 +47,44 @@ __all__ += ["i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1"
 add_out(globals(), {n: SPECIAL_RULES[n] for n in ("i0", "i0e", "i1", "i1e", "modified_bessel_i0",
                                                     "modified_bessel_i1", "gammainc",
                                                     "gammaincc")}, "special_")
+
+# torch's Cephes kernels: Bessel-type functions, orthogonal polynomials, Hurwitz zeta.
+from ember.ops._out import CEPHES_SPECIAL  # noqa: E402
+from ember.ops.bessel_cephes import (  # noqa: E402
+    airy_ai,
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
+    modified_bessel_k0,
+    modified_bessel_k1,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
+    spherical_bessel_j0,
+)
+from ember.ops.orthogonal_polynomials import (  # noqa: E402
+    chebyshev_polynomial_t,
+    chebyshev_polynomial_u,
+    chebyshev_polynomial_v,
+    chebyshev_polynomial_w,
+    hermite_polynomial_h,
+    hermite_polynomial_he,
+    laguerre_polynomial_l,
+    legendre_polynomial_p,
+    shifted_chebyshev_polynomial_t,
+    shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
+)
+from ember.ops.zeta import zeta  # noqa: E402
+
+__all__ += [
+    "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+    "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+    "spherical_bessel_j0", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p", "zeta",
+]
+add_out(globals(), {n: SPECIAL_RULES[n] for n in (*CEPHES_SPECIAL.split(), "zeta")}, "special_")

@@ -468,6 +468,17 @@ ATEN.update({"chain_matmul": "mm", "frobenius_norm": "norm", "linalg_solve_ex": 
 NOT_DIFFERENTIABLE = NOT_DIFFERENTIABLE | frozenset(
     "gcd lcm isin nonzero_static range split_with_sizes_copy unbind_copy split_copy "
     "special_modified_bessel_i0 special_modified_bessel_i1".split())
+# torch.special's Cephes functions (bessel_cephes.py, orthogonal_polynomials.py, zeta.py):
+# TensorIterator kernels; all but zeta have no derivative.
+CEPHES_SPECIAL = (
+    "airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 modified_bessel_k0 modified_bessel_k1 "
+    "scaled_modified_bessel_k0 scaled_modified_bessel_k1 spherical_bessel_j0 "
+    "chebyshev_polynomial_t chebyshev_polynomial_u chebyshev_polynomial_v chebyshev_polynomial_w "
+    "shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u shifted_chebyshev_polynomial_v "
+    "shifted_chebyshev_polynomial_w hermite_polynomial_h hermite_polynomial_he "
+    "laguerre_polynomial_l legendre_polynomial_p")
+SPECIAL_RULES.update(_rules(CEPHES_SPECIAL + " zeta", Rule(CAST)))
+NOT_DIFFERENTIABLE = NOT_DIFFERENTIABLE | frozenset(f"special_{n}" for n in CEPHES_SPECIAL.split())
 COPIED = COPIED | frozenset((_COPIES + " histogram nuclear_norm linalg_cond linalg_tensorinv "
                              "linalg_tensorsolve").split())
 SILENT_RESIZE = SILENT_RESIZE | frozenset(("narrow_copy", "range"))
