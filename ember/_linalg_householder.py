@@ -187,25 +187,28 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
     if c.ndim < 2:
         raise RuntimeError(f"{name}: other must have at least 2 dimensions.")
     side = -2 if left else -1
+    if c.shape[side] != a.shape[-2]:
+        raise RuntimeError(f"{name}: other.shape[{side}] must be equal to input.shape[-2]")
     if tau.ndim < 1 or tau.shape[-1] != min(c.shape[side], a.shape[-1]):
         raise RuntimeError(f"{name}: tau.shape[-1] must be equal to min(other.shape"
                            f"[{side}], input.shape[-1])")
-    if c.shape[side] != a.shape[-2]:
-        raise RuntimeError(f"{name}: other.shape[{side}] must be equal to input.shape[-2]")
     if tau.ndim != a.ndim - 1:
         raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but "
                            f"got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
                            f"{a.ndim}")
-    if tau.shape[:-1] != a.shape[:-2]:
-        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
-                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
-    if c.ndim != a.ndim or c.shape[:-2] != a.shape[:-2]:
-        raise RuntimeError(f"{name}: Expected batch dimensions of other to be equal to "
-                           f"input.shape[:-2], but got {list(c.shape[:-2])}")
+    if c.ndim != a.ndim:
+        raise RuntimeError(f"{name}: Expected other to have the same number of dimensions as "
+                           f"input, but got other.ndim equal to {c.ndim} and input.ndim is "
+                           f"equal to {a.ndim}")
+    for what, batch in (("tau", tau.shape[:-1]), ("other", c.shape[:-2])):
+        if batch != a.shape[:-2]:
+            raise RuntimeError(f"{name}: Expected batch dimensions of {what} to be equal to "
+                               f"input.shape[:-2], but got {list(batch)}")
     for what, t in (("tau", tau), ("other", c)):
         if t.dtype is not a.dtype:
+            # torch's message has no space after the first "dtype"
             raise RuntimeError(f"{name}: Expected input and {what} to have the same dtype, "
-                               f"but input has dtype {_CNAME[a.dtype.name]} and {what} has "
+                               f"but input has dtype{_CNAME[a.dtype.name]} and {what} has "
                                f"dtype {_CNAME[t.dtype.name]}")
     _check_float("ormqr_cpu", a)
     return Ormqr.apply(a, tau, c, left=left, transpose=transpose)

@@ -39,7 +39,10 @@ class LinalgLstsq(Op):
     broadcasts = True
 
     @staticmethod
-    def forward(ctx, a, b, rcond=None, driver="gelsy"):
+    def forward(ctx, a, b, rcond=None, driver="gelsy", vector=False):
+        ctx.vector = vector
+        if vector:  # a batch of vectors: one column
+            b = b[..., None]
         m, n = a.shape[-2:]
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         a = np.broadcast_to(a, batch + a.shape[-2:])
@@ -55,6 +58,7 @@ class LinalgLstsq(Op):
             res = np.zeros(0)
         rank = np.zeros(0, np.int64) if driver == "gels" else rank.astype(np.int64)
         s = s if driver in ("gelsd", "gelss") else np.zeros(0)
+        x = x[..., 0] if vector else x
         return x.astype(a.dtype), res.astype(a.dtype), rank, s.astype(a.dtype)
 
     @staticmethod
@@ -62,6 +66,9 @@ class LinalgLstsq(Op):
         from ember.linalg import pinv, pinv_backward
 
         a, b, x = ctx.saved_tensors
+        if ctx.vector:
+            b, x = b.unsqueeze(-1), x.unsqueeze(-1)
+            g_x = None if g_x is None else g_x.unsqueeze(-1)
         need_a, need_b = ctx.needs_input_grad
         ga = gb = None
         if g_x is not None:
@@ -73,6 +80,8 @@ class LinalgLstsq(Op):
             r2 = (matmul(a, x) - b) * (2 * g_res.unsqueeze(-2))
             ga = matmul(r2, x.mT) if ga is None else ga + matmul(r2, x.mT)
             gb = -r2 if gb is None else gb - r2
+        if gb is not None and ctx.vector:
+            gb = gb.squeeze(-1)
         return ga if need_a else None, gb if need_b else None
 
 
@@ -96,15 +105,10 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         raise RuntimeError(f"{name}: parameter `driver` should be one of "
                            f"({', '.join(DRIVERS)})")
     vector = B.ndim == A.ndim - 1
-    if vector:
-        B = B.unsqueeze(-1)
-    if A.shape[-2] != B.shape[-2]:
+    if A.shape[-2] != B.shape[-1 if vector else -2]:
         raise RuntimeError(f"{name}: input.size(-2) should match other.size(-2)")
     from ember.ops.shape import broadcast_shapes
 
-    broadcast_shapes(A.shape[:-2], B.shape[:-2])
-    x, res, rank, s = LinalgLstsq.apply(A, B, rcond=rcond, driver=driver)
-    if vector:
-        x = x.squeeze(-1)
-        res = res.squeeze(-1) if res.numel() else res
+    broadcast_shapes(A.shape[:-2], B.shape[:-1 if vector else -2])
+    x, res, rank, s = LinalgLstsq.apply(A, B, rcond=rcond, driver=driver, vector=vector)
     return return_types.linalg_lstsq(x, res, rank, s.detach())

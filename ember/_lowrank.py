@@ -14,16 +14,23 @@ def _floating(A: Tensor):
     return A.dtype if A.dtype.is_floating_point else ember.float32
 
 
-def _basis(A: Tensor, q: int, niter: int | None = 2) -> Tensor:
-    """``Q`` with orthonormal columns such that ``Q Q^H A`` approximates ``A`` (Algorithm 4.4)."""
+def _times(A: Tensor, M: Tensor | None, X: Tensor) -> Tensor:
+    """``(A - M) X`` without forming ``A - M`` (torch's order of operations)."""
+    return A @ X if M is None else A @ X - M @ X
+
+
+def _basis(A: Tensor, q: int, niter: int | None = 2, M: Tensor | None = None) -> Tensor:
+    """``Q`` with orthonormal columns such that ``Q Q^H (A - M)`` approximates ``A - M``
+    (Algorithm 4.4)."""
     import ember
 
     niter = 2 if niter is None else niter
     R = ember.randn(A.shape[-1], q, dtype=_floating(A))
-    Q = ember.linalg.qr(A @ R).Q
+    Q = ember.linalg.qr(_times(A, M, R)).Q
+    MH = None if M is None else M.mH
     for _ in range(niter):
-        Q = ember.linalg.qr(A.mH @ Q).Q
-        Q = ember.linalg.qr(A @ Q).Q
+        Q = ember.linalg.qr(_times(A.mH, MH, Q)).Q
+        Q = ember.linalg.qr(_times(A, M, Q)).Q
     return Q
 
 
@@ -35,11 +42,13 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2,
     q = 6 if q is None else q
     m, n = A.shape[-2:]
     if M is not None:
-        A = A - M.broadcast_to(A.shape)
+        M = M.broadcast_to(A.shape)
     if m < n:
         A = A.mH
-    Q = _basis(A, q, niter=niter)
-    U, S, Vh = ember.linalg.svd(Q.mH @ A, full_matrices=False)
+        M = None if M is None else M.mH
+    Q = _basis(A, q, niter=niter, M=M)
+    B = Q.mH @ A if M is None else Q.mH @ A - Q.mH @ M
+    U, S, Vh = ember.linalg.svd(B, full_matrices=False)
     V, U = Vh.mH, Q @ U
     return (V, S, U) if m < n else (U, S, V)
 
