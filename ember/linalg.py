@@ -422,13 +422,15 @@ __all__ += ["cholesky_ex", "cond", "diagonal", "inv_ex", "matrix_exp", "solve_ex
 add_out(globals(), {n: LINALG_RULES[n] for n in ("cholesky_ex", "cond", "inv_ex", "solve_ex",
                                                    "tensorinv", "tensorsolve")}, "linalg_")
 
-# LU, Householder products and least squares (ember/_linalg_lu.py, _linalg_householder.py,
-# _linalg_lstsq.py).
+# LU, Householder products, LDL and least squares (ember/_linalg_lu.py,
+# _linalg_householder.py, _linalg_ldl.py, _linalg_lstsq.py).
 from ember._linalg_householder import householder_product  # noqa: E402
+from ember._linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402
 from ember._linalg_lstsq import lstsq  # noqa: E402
 from ember._linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: E402
 
-__all__ += ["householder_product", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve"]
+__all__ += ["householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
+            "lu_factor", "lu_factor_ex", "lu_solve"]
 
 from ember.amp import _casting  # noqa: E402
 
