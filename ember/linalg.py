@@ -431,6 +431,10 @@ from ember._linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: E402
 
 __all__ += ["householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
             "lu_factor", "lu_factor_ex", "lu_solve"]
+add_out(globals(), {n: LINALG_RULES[n] for n in ("householder_product", "ldl_factor",
+                                                   "ldl_factor_ex", "ldl_solve", "lu",
+                                                   "lu_factor", "lu_factor_ex", "lu_solve")},
+        "linalg_")
 
 from ember.amp import _casting  # noqa: E402
 

@@ -195,3 +195,34 @@ def test_double_backward_lu_solve():
     a = arr(3, 3) + 3 * np.eye(3)
     check_double_backward(lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b), a,
                           arr(3, 2), atol=1e-8, rtol=1e-6)
+
+
+_OUT_CALLS = [
+    lambda lib, A, b, o: lib.lu_solve(b, *lib.linalg.lu_factor(A), out=o),
+    lambda lib, A, b, o: lib.linalg.lu_solve(*lib.linalg.lu_factor(A), b, out=o),
+    lambda lib, A, b, o: lib.geqrf(A, out=(o, lib.empty(0, dtype=lib.float64))),
+    lambda lib, A, b, o: lib.linalg.householder_product(A, lib.ones(2, dtype=lib.float64),
+                                                        out=o),
+    lambda lib, A, b, o: lib.orgqr(A, lib.ones(2, dtype=lib.float64), out=o),
+    lambda lib, A, b, o: lib.ormqr(A, lib.ones(3, dtype=lib.float64), b, out=o),
+    lambda lib, A, b, o: lib.linalg.lu(A, out=(o, lib.empty(0, dtype=lib.float64),
+                                               lib.empty(0, dtype=lib.float64))),
+    lambda lib, A, b, o: lib.linalg.lu_factor(A, out=(o, lib.empty(0, dtype=lib.int32))),
+    lambda lib, A, b, o: lib.linalg.lu_factor_ex(A, out=(o, lib.empty(0, dtype=lib.int64),
+                                                         lib.empty(0, dtype=lib.int32))),
+    lambda lib, A, b, o: lib.lu_unpack(*lib.linalg.lu_factor(A), out=(
+        o, lib.empty(0, dtype=lib.float64), lib.empty(0, dtype=lib.float64))),
+    lambda lib, A, b, o: lib.linalg.ldl_solve(*lib.linalg.ldl_factor(A), b, out=o),
+    lambda lib, A, b, o: lib.linalg.ldl_factor(A, out=(o, lib.empty(0, dtype=lib.int32))),
+    quiet(lambda lib, A, b, o: lib.lu(A, get_infos=True, out=(
+        o, lib.empty(0, dtype=lib.int32), lib.empty(0, dtype=lib.int32)))),
+]
+
+
+@pytest.mark.parametrize("call", _OUT_CALLS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_out(call, dtype):
+    """out= writes the results (resized) or refuses the dtype as torch does."""
+    a, b = arr(3, 3), arr(3, 2)
+    same(lambda lib: (call(lib, lib.tensor(a), lib.tensor(b),
+                           lib.empty(0, dtype=getattr(lib, dtype))),))

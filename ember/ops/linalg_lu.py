@@ -14,6 +14,7 @@ from ember._linalg_lu import LinalgLuFactorEx, _check_lu_input, lu_unpack
 from ember._lobpcg import lobpcg
 from ember._lowrank import pca_lowrank, svd_lowrank
 from ember._tensor import Tensor
+from ember.ops._out import _write
 
 
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
@@ -27,14 +28,17 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
                   stacklevel=2)
     _check_lu_input(A, pivot)
     res = LinalgLuFactorEx.apply(A)
-    if out is not None:
-        for o, r in zip(out, res):
-            o.resize_(r.shape).copy_(r)
-        res = tuple(out)
-    return return_types._lu_with_info(*res) if get_infos else (res[0], res[1])
+    res = return_types._lu_with_info(*res) if get_infos else (res[0], res[1])
+    if out is None:
+        return res
+    if len(out) != len(res):
+        raise TypeError(f"expected tuple of {len(res)} elements but got {len(out)}")
+    for o, r in zip(out, res):  # torch writes the results and returns out itself
+        _write("lu", o, r, False)
+    return out
 
 
-def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tensor:
+def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """Deprecated: ``linalg.lu_solve(LU_data, LU_pivots, b)``."""
     from ember.linalg import lu_solve as solve
 
@@ -42,8 +46,7 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tens
                   "removed in a future PyTorch release.\nNote that torch.linalg.lu_solve has its "
                   "arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced "
                   "with\nX = torch.linalg.lu_solve(LU, pivots, B)", UserWarning, stacklevel=2)
-    x = solve(LU_data, LU_pivots, b)
-    return x if out is None else out.resize_(x.shape).copy_(x)
+    return solve(LU_data, LU_pivots, b)
 
 
 
