@@ -56,14 +56,14 @@ def _swap(a: np.ndarray, k: int, kk: int, kp: int, kstep: int) -> None:
 
 
 def _update(a: np.ndarray, k: int, kstep: int) -> None:
-    """Eliminate the pivot block: the trailing lower triangle gets the rank-1 or rank-2
-    update, and the pivot's columns become L's."""
+    """Eliminate the pivot block: the trailing matrix gets the rank-1 or rank-2 update, and
+    the pivot's columns become L's. Only the lower triangle is ever read (the swaps and
+    pivot searches too), so the whole square is updated, whatever lands above."""
     n = a.shape[0]
-    low = np.tril(np.ones((n - k - kstep,) * 2, bool))
     if kstep == 1:
         d11 = 1 / a[k, k]
         x = a[k + 1:, k]
-        a[k + 1:, k + 1:] += np.where(low, x[:, None] * (-d11 * x)[None, :], 0)
+        a[k + 1:, k + 1:] += x[:, None] * (-d11 * x)[None, :]
         a[k + 1:, k] = x * d11
         return
     if k >= n - 2:
@@ -73,7 +73,7 @@ def _update(a: np.ndarray, k: int, kstep: int) -> None:
     d21 = 1 / (d11 * d22 - 1) / d21
     x0, x1 = a[k + 2:, k].copy(), a[k + 2:, k + 1].copy()
     wk, wkp1 = d21 * (d11 * x0 - x1), d21 * (d22 * x1 - x0)
-    a[k + 2:, k + 2:] -= np.where(low, x0[:, None] * wk + x1[:, None] * wkp1, 0)
+    a[k + 2:, k + 2:] -= x0[:, None] * wk + x1[:, None] * wkp1
     a[k + 2:, k], a[k + 2:, k + 1] = wk, wkp1
 
 
