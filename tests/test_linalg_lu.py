@@ -226,3 +226,12 @@ def test_out(call, dtype):
     a, b = arr(3, 3), arr(3, 2)
     same(lambda lib: (call(lib, lib.tensor(a), lib.tensor(b),
                            lib.empty(0, dtype=getattr(lib, dtype))),))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4)])
+def test_double_backward_lu(shape):
+    from oracle import check_double_backward
+
+    check_double_backward(lambda m, a: m.linalg.lu_factor(a).LU, arr(*shape), atol=1e-8,
+                          rtol=1e-6)
+    check_double_backward(lambda m, a: m.linalg.lu(a).U, arr(*shape), atol=1e-8, rtol=1e-6)

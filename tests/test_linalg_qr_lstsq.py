@@ -173,3 +173,21 @@ def test_svd_lowrank_with_mean_and_pca():
         check(pca, a, atol=1e-8, rtol=1e-6)
     same(lambda lib: lib.pca_lowrank(lib.ones(4, 3), q=5), match="q(=5)")
     same(lambda lib: lib.pca_lowrank(lib.ones(4, 3), niter=-1), match="niter")
+
+
+def test_double_backward_householder_and_lstsq():
+    from oracle import check_double_backward
+
+    check_double_backward(lambda m, a, t: m.linalg.householder_product(a, t), arr(5, 3),
+                          arr(3), atol=1e-8, rtol=1e-6)
+    check_double_backward(lambda m, a, t, c: m.ormqr(a, t, c, False, True), arr(4, 3),
+                          arr(3), arr(2, 4), atol=1e-8, rtol=1e-6)
+    check_double_backward(lambda m, a, b: m.linalg.lstsq(a, b).solution, arr(5, 3),
+                          arr(5, 2), atol=1e-8, rtol=1e-6)
+
+
+@pytest.mark.parametrize("driver", ["gelsy", "gelsd", "gelss"])
+def test_lstsq_rcond(driver):
+    a = arr(6, 4) * np.array([1.0, 1e-3, 1.0, 1e-6])  # columns of very different scales
+    check(lambda m, a, b: m.linalg.lstsq(a, b, rcond=1e-4, driver=driver)[::2], a, arr(6, 2),
+          grad=False, atol=1e-8, rtol=1e-6)
