@@ -11,6 +11,7 @@ partial one the characteristic-polynomial correction on the orthogonal complemen
 from __future__ import annotations
 
 import ember
+from ember._lowrank import _floating
 from ember._tensor import Tensor
 from ember.autograd.function import Function
 
@@ -31,17 +32,14 @@ def _symeig(A: Tensor, largest: bool | None = False) -> tuple[Tensor, Tensor]:
     return E, Z
 
 
-def _floating(A: Tensor):
-    return A.dtype if A.dtype in (ember.float16, ember.float32, ember.float64) else ember.float32
-
-
 class LOBPCG:
     """The iteration's state: the block ``X``, its Ritz values ``E``, residuals ``R`` and the
     search basis ``S = [X, P, W]``."""
 
     def __init__(self, A, B, X, iK, iparams: dict, fparams: dict, bparams: dict,
-                 method: str) -> None:
+                 method: str, tracker=None) -> None:
         self.A, self.B, self.iK, self.X, self.method = A, B, iK, X, method
+        self.tracker = tracker
         self.iparams, self.fparams, self.bparams = iparams, fparams, bparams
         m, n = iparams["m"], iparams["n"]
         self.E = ember.zeros((n,), dtype=X.dtype)
@@ -89,9 +87,15 @@ class LOBPCG:
                 or self.ivars["converged_count"] >= self.iparams["k"])
 
     def run(self) -> None:
+        """Iterate until converged or out of iterations; ``tracker(self)`` after each step
+        may stop early with ``self.bvars["force_stop"] = True``."""
         self.update()
+        if self.tracker is not None:
+            self.tracker(self)
         while not self.stop_iteration():
             self.update()
+            if self.tracker is not None:
+                self.tracker(self)
 
     def _first_step(self, largest: bool) -> None:
         Ri = self._get_rayleigh_ritz_transform(self.X)
@@ -217,8 +221,8 @@ class LOBPCG:
         return U
 
 
-def _run(A, k, B, X, n, iK, niter, tol, largest, method, ortho_iparams, ortho_fparams,
-         ortho_bparams) -> tuple[Tensor, Tensor]:
+def _run(A, k, B, X, n, iK, niter, tol, largest, method, tracker, ortho_iparams,
+         ortho_fparams, ortho_bparams) -> tuple[Tensor, Tensor]:
     """torch's ``_lobpcg``: parameters, the starting block, one run per matrix of a batch."""
     if A.shape[-2] != A.shape[-1]:
         raise AssertionError(f"A must be square, got shape {A.shape}")
@@ -256,7 +260,7 @@ def _run(A, k, B, X, n, iK, niter, tol, largest, method, ortho_iparams, ortho_fp
         if tuple(X_.shape) != (m, n):
             raise AssertionError(f"X shape mismatch: got {X_.shape}, expected {(m, n)}")
         worker = LOBPCG(bA[i], None if bB is None else bB[i], X_, iK, iparams, fparams,
-                        bparams, method)
+                        bparams, method, tracker)
         worker.run()
         Es.append(worker.E[:k])
         Xs.append(worker.X[:, :k])
@@ -326,7 +330,7 @@ class LOBPCGAutogradFunction(Function):
     @staticmethod
     def forward(ctx, A, k, B, X, n, iK, niter, tol, largest, method, tracker, ortho_iparams,
                 ortho_fparams, ortho_bparams):
-        D, U = _run(A.contiguous(), k, B, X, n, iK, niter, tol, largest, method,
+        D, U = _run(A.contiguous(), k, B, X, n, iK, niter, tol, largest, method, tracker,
                     ortho_iparams, ortho_fparams, ortho_bparams)
         ctx.save_for_backward(A, B, D, U)
         ctx.largest = largest
@@ -348,18 +352,16 @@ class LOBPCGAutogradFunction(Function):
 def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor | None = None,
            n: int | None = None, iK: Tensor | None = None, niter: int | None = None,
            tol: float | None = None, largest: bool | None = None, method: str | None = None,
-           tracker: None = None, ortho_iparams: dict | None = None,
+           tracker=None, ortho_iparams: dict | None = None,
            ortho_fparams: dict | None = None,
            ortho_bparams: dict | None = None) -> tuple[Tensor, Tensor]:
     """The ``k`` largest (``largest=False``: smallest) eigenpairs ``(E, X)`` of the symmetric
     positive-definite ``A X = B X diag(E)`` by LOBPCG (torch's algorithm and defaults)."""
-    if tracker is not None:
-        raise NotImplementedError("lobpcg: tracker is not supported by ember")
     if A.requires_grad or (B is not None and B.requires_grad):
         # A's gradient is made symmetric, so that A - lr * grad stays symmetric
         B_sym = (B + B.mT) / 2 if B is not None else None
         return LOBPCGAutogradFunction.apply((A + A.mT) / 2, k, B_sym, X, n, iK, niter, tol,
                                             largest, method, tracker, ortho_iparams,
                                             ortho_fparams, ortho_bparams)
-    return _run(A, k, B, X, n, iK, niter, tol, largest, method, ortho_iparams, ortho_fparams,
-                ortho_bparams)
+    return _run(A, k, B, X, n, iK, niter, tol, largest, method, tracker, ortho_iparams,
+                ortho_fparams, ortho_bparams)

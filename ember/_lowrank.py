@@ -9,9 +9,11 @@ from ember._tensor import Tensor
 
 
 def _floating(A: Tensor):
+    """torch's get_floating_dtype: float16/32/64 kept, anything else computes in float32."""
     import ember
 
-    return A.dtype if A.dtype.is_floating_point else ember.float32
+    return A.dtype if A.dtype in (ember.float16, ember.float32, ember.float64) else \
+        ember.float32
 
 
 def _times(A: Tensor, M: Tensor | None, X: Tensor) -> Tensor:

@@ -54,6 +54,23 @@ def test_generalized_batched_and_start_block():
     _same_pairs(e, t, atol=1e-3)
 
 
+def test_tracker_sees_every_step_and_can_stop():
+    a = spd(18)
+    seen = {}
+    for lib in (ember, torch):
+        steps = []
+
+        def tracker(worker, steps=steps):
+            steps.append((worker.ivars["istep"], worker.ivars["converged_count"]))
+            if worker.ivars["istep"] == 3:
+                worker.bvars["force_stop"] = True
+
+        E = _run(lib, a, k=2, tracker=tracker)[0]
+        seen[lib.__name__] = steps, E.numpy()
+    assert seen["ember"][0] == seen["torch"][0]
+    np.testing.assert_allclose(seen["ember"][1], seen["torch"][1], atol=1e-9)
+
+
 @pytest.mark.parametrize("k", [2, 4])
 @pytest.mark.parametrize("largest", [True, False])
 def test_lobpcg_gradients(k, largest):
