@@ -235,3 +235,13 @@ def test_double_backward_lu(shape):
     check_double_backward(lambda m, a: m.linalg.lu_factor(a).LU, arr(*shape), atol=1e-8,
                           rtol=1e-6)
     check_double_backward(lambda m, a: m.linalg.lu(a).U, arr(*shape), atol=1e-8, rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", [oracle.noncontig, oracle.negstride])
+def test_strided_inputs(make):
+    a, b = make(4, 4, dtype="float64"), make(4, 2, dtype="float64")
+    check(lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b), a, b, atol=1e-9)
+    check(lambda m, a: m.linalg.lu(a), a, atol=1e-9)
+    check(lambda m, a, b: m.linalg.lstsq(a, b), a, b, atol=1e-9)
+    check(lambda m, a: m.geqrf(a), a, grad=False, atol=1e-9)
+    check(lambda m, a: m.linalg.ldl_factor(a + a.mT), a, grad=False, atol=1e-9)
