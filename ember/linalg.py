@@ -305,17 +305,21 @@ class LinalgPinv(Op):
 
     @staticmethod
     def backward(ctx, g):
-        a, p = ctx.saved_tensors
-        ph, gh = p.mT, g.mT
-        if a.shape[-2] <= a.shape[-1]:
-            k = matmul(gh, p)
-            kph = matmul(k, ph)
-            return -matmul(p, k).mT + kph - matmul(matmul(a, p), kph) + \
-                matmul(matmul(ph, p), gh - matmul(k, a))
-        k = matmul(p, gh)
-        phk = matmul(ph, k)
-        return -matmul(k, p).mT + matmul(matmul(gh - matmul(a, k), p), ph) + phk - \
-            matmul(matmul(phk, p), a)
+        return pinv_backward(g, *ctx.saved_tensors)
+
+
+def pinv_backward(g: Tensor, a: Tensor, p: Tensor) -> Tensor:
+    """The gradient of ``p = pinv(a)`` for the gradient ``g`` of ``p`` (torch's pinv_backward)."""
+    ph, gh = p.mT, g.mT
+    if a.shape[-2] <= a.shape[-1]:
+        k = matmul(gh, p)
+        kph = matmul(k, ph)
+        return -matmul(p, k).mT + kph - matmul(matmul(a, p), kph) + \
+            matmul(matmul(ph, p), gh - matmul(k, a))
+    k = matmul(p, gh)
+    phk = matmul(ph, k)
+    return -matmul(k, p).mT + matmul(matmul(gh - matmul(a, k), p), ph) + phk - \
+        matmul(matmul(phk, p), a)
 
 
 def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
@@ -417,6 +421,20 @@ __all__ += ["cholesky_ex", "cond", "diagonal", "inv_ex", "matrix_exp", "solve_ex
             "tensorsolve", "vander"]
 add_out(globals(), {n: LINALG_RULES[n] for n in ("cholesky_ex", "cond", "inv_ex", "solve_ex",
                                                    "tensorinv", "tensorsolve")}, "linalg_")
+
+# LU, Householder products, LDL and least squares (ember/_linalg_lu.py,
+# _linalg_householder.py, _linalg_ldl.py, _linalg_lstsq.py).
+from ember._linalg_householder import householder_product  # noqa: E402
+from ember._linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402
+from ember._linalg_lstsq import lstsq  # noqa: E402
+from ember._linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: E402
+
+__all__ += ["householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
+            "lu_factor", "lu_factor_ex", "lu_solve"]
+add_out(globals(), {n: LINALG_RULES[n] for n in ("householder_product", "ldl_factor",
+                                                   "ldl_factor_ex", "ldl_solve", "lu",
+                                                   "lu_factor", "lu_factor_ex", "lu_solve")},
+        "linalg_")
 
 from ember.amp import _casting  # noqa: E402
 

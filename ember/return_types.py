@@ -74,3 +74,18 @@ linalg_cholesky_ex = _make("linalg_cholesky_ex", ("L", "info"))
 for _name in ("frexp", "histogram", "histogramdd", "triangular_solve", "linalg_inv_ex",
               "linalg_solve_ex", "linalg_cholesky_ex"):
     globals()[_name + "_out"] = _make(_name + "_out", globals()[_name]._fields)
+
+# LU, Householder QR, least squares and LDL (ember/_linalg_lu.py, ember/_linalg_householder.py,
+# ember/_linalg_lstsq.py).
+linalg_lu_factor = _make("linalg_lu_factor", ("LU", "pivots"))
+linalg_lu_factor_ex = _make("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+linalg_lu = _make("linalg_lu", ("P", "L", "U"))
+lu_unpack = _make("lu_unpack", ("P", "L", "U"))
+_lu_with_info = _make("_lu_with_info", ("LU", "pivots", "info"))
+geqrf = _make("geqrf", ("a", "tau"))
+linalg_lstsq = _make("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+linalg_ldl_factor = _make("linalg_ldl_factor", ("LD", "pivots"))
+linalg_ldl_factor_ex = _make("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
+for _name in ("linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack", "geqrf",
+              "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_factor_ex"):
+    globals()[_name + "_out"] = _make(_name + "_out", globals()[_name]._fields)

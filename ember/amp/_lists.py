@@ -12,9 +12,8 @@ cast through the listed ops they call, as in torch.
 On torch's CPU lists but not in ember: _addmm_activation, _convolution, conv_tbc,
 _native_multi_head_attention (nn.MultiheadAttention's inference fast path; ember's attention
 runs its linear / sdpa ops, which are cast), the fft_* ops, grid_sampler, polar, stft,
-view_as_complex, cholesky_inverse, cholesky_solve, lu_solve, _lu_with_info, geqrf, orgqr,
-ormqr, pinverse, triangular_solve, linalg_cond, linalg_eig, linalg_eigvals,
-linalg_householder_product, linalg_lstsq, linalg_tensorinv, linalg_tensorsolve,
+view_as_complex, cholesky_inverse, cholesky_solve, pinverse, triangular_solve, linalg_cond,
+linalg_eig, linalg_eigvals, linalg_tensorinv, linalg_tensorsolve,
 linalg_cholesky_ex, linalg_inv_ex, fractional_max_pool2d/3d, ctc_loss,
 multilabel_margin_loss, fake_quantize_per_tensor_affine.
 """
@@ -32,6 +31,8 @@ CPU_FP32 = " ".join([
     "prod quantile nanquantile cdist trace cholesky inverse qr svd",
     "linalg.cholesky linalg.eigh linalg.eigvalsh linalg.inv linalg.matrix_rank linalg.qr",
     "linalg.solve linalg.svd linalg.svdvals",
+    # aten's lu_solve, _lu_with_info (torch.lu), geqrf, orgqr, ormqr and their linalg names
+    "lu_solve lu geqrf orgqr ormqr linalg.householder_product linalg.lstsq",
     "F.avg_pool3d F.max_pool3d F.max_unpool2d F.max_unpool3d F.adaptive_avg_pool3d",
     "F.adaptive_max_pool3d F.pad",
     "F.binary_cross_entropy F.binary_cross_entropy_with_logits F.cosine_embedding_loss",

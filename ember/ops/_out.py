@@ -486,6 +486,26 @@ UNCHECKED = UNCHECKED | frozenset((_COPIES + " chain_matmul cholesky_inverse cho
                                    "frobenius_norm histogram narrow_copy nuclear_norm threshold "
                                    "triangular_solve linalg_cholesky_ex linalg_cond linalg_inv_ex "
                                    "linalg_solve_ex linalg_tensorinv linalg_tensorsolve").split())
+# LU, Householder and LDL functions (ember/_linalg_lu.py, _linalg_householder.py,
+# _linalg_ldl.py): results of exactly out's dtype, but for geqrf's and orgqr's castable ones.
+RULES.update({
+    "lu_unpack": Rule(fields=_EXACT),
+    "lu_solve": Rule(SAME),
+    "geqrf": Rule(fields=((_castable("geqrf"),),)),
+    "orgqr": Rule(_castable("orgqr")),
+    "ormqr": Rule(_same("torch.ormqr: Expected input and result to have the same dtype, but "
+                        "input has dtype{R} and result has dtype {O}")),
+})
+LINALG_RULES.update({
+    **_rules("lu lu_factor lu_factor_ex ldl_factor ldl_factor_ex", Rule(fields=_EXACT)),
+    "lu_solve": Rule(SAME),
+    "ldl_solve": Rule(SAME),
+    "householder_product": Rule(_castable("householder_product")),
+})
+UNCHECKED = UNCHECKED | frozenset("lu_solve lu_unpack geqrf orgqr ormqr linalg_lu "
+                                  "linalg_lu_factor linalg_lu_factor_ex linalg_lu_solve "
+                                  "linalg_ldl_factor linalg_ldl_factor_ex linalg_ldl_solve "
+                                  "linalg_householder_product".split())
 # Written with copy_ into outs of the right shape (no resizing), as torch's split_copy does.
 NO_RESIZE = frozenset(("split_copy",))
 # Written into the out's memory in C order whatever its strides (torch's narrow_copy kernel).
