@@ -139,3 +139,12 @@ def test_refused_as_torch(code, phrase):
 @pytest.mark.parametrize("code", ACCEPTED)
 def test_accepted_as_torch(code):
     same(lambda m: eval(code, {"m": m}))  # noqa: S307
+
+
+def test_softmax_needs_a_dim_outside_functional():
+    """torch.softmax / Tensor.softmax take no implicit dim (only F.softmax warns and picks)."""
+    from oracle import check_error
+
+    for name in ("softmax", "log_softmax"):
+        check_error(lambda m, n=name: getattr(m, n)(m.eye(3)))
+        check_error(lambda m, n=name: getattr(m.eye(3), n)())

@@ -28,3 +28,4 @@ def test_leaf_gradient_is_cast_to_the_leafs_dtype():
     e, t = _half_grad(ember), _half_grad(torch)
     assert str(e.dtype) == str(t.dtype).replace("torch", "ember") == "ember.float32"
     np.testing.assert_array_equal(e.numpy(), t.numpy())
+

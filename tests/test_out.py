@@ -293,7 +293,11 @@ def test_warnings_point_at_the_callers_line():
     a = ember.eye(3) * 2
     calls = [lambda: ember.add(a, a, out=ember.zeros(2)), lambda: ember.qr(a),
              lambda: ember.cholesky(a), lambda: a.qr(),
-             lambda: ember.softmax(a, 0, out=ember.zeros(2))]
+             lambda: ember.softmax(a, 0, out=ember.zeros(2)),
+             # functions autocast wraps (a frame more): their warnings too
+             lambda: ember.nn.functional.softmax(a), lambda: ember.nn.functional.log_softmax(a),
+             lambda: ember.chain_matmul(a, a), lambda: ember.var(ember.ones(1)),
+             lambda: ember.sum(a, 0, out=ember.zeros(2)), lambda: ember.cross(a, a)]
     for call in calls:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

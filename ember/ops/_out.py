@@ -17,12 +17,12 @@ several). As in torch:
 from __future__ import annotations
 
 import functools
-import warnings
 
 import numpy as np
 
 from ember import _dtype, return_types
 from ember._tensor import Tensor
+from ember._warn import warn_user
 from ember.autograd.grad_mode import STATE
 from ember.ops.pointwise_more import _CNAME
 
@@ -365,7 +365,7 @@ def _write(name: str, o: Tensor, r: Tensor, copied: bool) -> None:
     if o._data.shape != r._data.shape:
         msg = _resize_warning(name, o, r)
         if msg:
-            warnings.warn(msg, UserWarning, stacklevel=4)
+            warn_user(msg)
         if not copied:
             o._data = r._data.astype(o._data.dtype, copy=True)
             o._vc[0] += 1

@@ -7,13 +7,13 @@ ember ops (piecewise derivatives as constant masks times Tensors), so it is diff
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from ember._backend import xp_of
 from ember._creation import zeros_like
 from ember._tensor import Tensor, _wrap_dim
+from ember._warn import warn_user
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.ops import _erf
@@ -122,15 +122,15 @@ class LogSoftmax(Op):
         return g - y.exp() * g.sum(ctx.dim, keepdim=True)
 
 
-def _softmax_dim(name: str, ndim: int, stacklevel: int = 4) -> int:
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
-                  "include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+def _softmax_dim(name: str, ndim: int) -> int:
+    warn_user(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+              "include dim=X as an argument.")
     return 0 if ndim in (0, 1, 3) else 1
 
 
 def _softmax_input(x: Tensor, dim, dtype, name: str):
-    if dim is None:
-        dim = _softmax_dim(name, x.ndim)
+    if dim is None:  # torch.softmax / Tensor.softmax take no implicit dim (F.softmax does)
+        raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
     dim = _wrap_dim(dim, x.ndim)
     if dtype is not None:
         from ember import _dtype

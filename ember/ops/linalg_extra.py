@@ -4,13 +4,11 @@
 
 from __future__ import annotations
 
-import sys
-import warnings
-
 import numpy as np
 
 from ember import return_types
 from ember._tensor import Tensor, _wrap_dim
+from ember._warn import warn_user
 from ember.autograd.function import Op
 
 
@@ -21,12 +19,9 @@ def _linalg():
 
 
 def _deprecated(msg: str) -> None:
-    """Warn at the user's line: the first caller outside ember (``torch.qr`` reaches here
-    through the out= wrapper, ``Tensor.qr`` directly)."""
-    frame, level = sys._getframe(2), 3
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember."):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(msg, UserWarning, stacklevel=level)
+    """Warn at the user's line (``torch.qr`` reaches here through the out= wrapper,
+    ``Tensor.qr`` directly)."""
+    warn_user(msg)
 
 
 def inverse(A: Tensor) -> Tensor:
@@ -115,10 +110,10 @@ def linalg_cross(a: Tensor, b: Tensor, *, dim: int = -1) -> Tensor:
 def cross(a: Tensor, b: Tensor, dim: int | None = None) -> Tensor:
     """torch.cross: without ``dim``, the first dim of size 3 (with torch's warning)."""
     if dim is None:
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
-                      "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
-                      "default value of dim will change to agree with that of linalg.cross in a "
-                      "future release.", UserWarning, stacklevel=2)
+        warn_user("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
+                  "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
+                  "default value of dim will change to agree with that of linalg.cross in a "
+                  "future release.")
         dim = next((i for i, s in enumerate(a.shape) if s == 3), -1)
     return linalg_cross(a, b, dim=dim)
 

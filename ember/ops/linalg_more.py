@@ -11,6 +11,7 @@ import numpy as np
 
 from ember import _dtype
 from ember._tensor import Tensor
+from ember._warn import warn_user
 from ember.autograd.function import Op
 from ember.ops._promote import scalar
 from ember.ops.linalg import matmul
@@ -110,9 +111,9 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
 
 def chain_matmul(*matrices) -> Tensor:
     """Deprecated: ``linalg.multi_dot(matrices)``."""
-    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
-                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
-                  "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    warn_user("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+              "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+              "more tensors rather than multiple parameters.")
     if len(matrices) == 1 and isinstance(matrices[0], list | tuple):
         matrices = tuple(matrices[0])
     if not matrices:
@@ -129,9 +130,8 @@ def chain_matmul(*matrices) -> Tensor:
 
 
 def _deprecated_norm(name: str, replacement: str) -> None:
-    warnings.warn(f"at::{name} is deprecated and it is just left for JIT compatibility. It will "
-                  f"be removed in a future PyTorch release. Please use `{replacement}` instead",
-                  UserWarning, stacklevel=3)
+    warn_user(f"at::{name} is deprecated and it is just left for JIT compatibility. It will "
+              f"be removed in a future PyTorch release. Please use `{replacement}` instead")
 
 
 def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:

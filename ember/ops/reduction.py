@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import warnings
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from ember import _dtype
 from ember._backend import xp_of
 from ember._creation import ones_like
 from ember._tensor import Tensor, _wrap_dim
+from ember._warn import warn_user
 from ember.autograd.function import Op
 from ember.compiler.traced import capturing
 from ember.ops._common import c_order
@@ -346,9 +346,8 @@ def _var_args(name: str, x: Tensor, dim, unbiased, keepdim, correction):
         correction = 1 if unbiased is None or unbiased else 0
     dims = norm_dims(dim, x.ndim)
     if reduced_size(x.shape, dims) - correction <= 0:
-        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
-                      "than the reduction factor (input numel divided by output numel).",
-                      UserWarning, stacklevel=3)
+        warn_user(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                  "than the reduction factor (input numel divided by output numel).")
     # whole: a reduction over everything (dim=None or a 0-d input), as torch's var_backward
     # tells it apart from one over all the dims listed
     return dict(dims=dims, keepdim=keepdim, correction=correction, whole=dim is None or not x.ndim)

@@ -221,11 +221,15 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    if dim is None:
+        dim = A._softmax_dim("softmax", input.ndim)
     return A.softmax(input, dim, dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
                 dtype=None) -> Tensor:
+    if dim is None:
+        dim = A._softmax_dim("log_softmax", input.ndim)
     return A.log_softmax(input, dim, dtype)
 
 
