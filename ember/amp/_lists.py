@@ -9,14 +9,14 @@ those ember has, under every public name that reaches them: ``mm`` is ``ember.mm
 ``cat``, ``einsum`` and ``tensordot`` call ``bmm`` / ``mm`` in torch) are not listed: they are
 cast through the listed ops they call, as in torch.
 
-On torch's CPU lists but not in ember: _addmm_activation, _convolution, conv_tbc,
+On torch's CPU lists but not in ember: _addmm_activation, _convolution,
 _native_multi_head_attention (nn.MultiheadAttention's inference fast path; ember's attention
 runs its linear / sdpa ops, which are cast), the fft_* ops, grid_sampler, polar, stft,
 view_as_complex, cholesky_inverse, cholesky_solve, lu_solve, _lu_with_info, geqrf, orgqr,
 ormqr, pinverse, triangular_solve, linalg_cond, linalg_eig, linalg_eigvals,
 linalg_householder_product, linalg_lstsq, linalg_tensorinv, linalg_tensorsolve,
 linalg_cholesky_ex, linalg_inv_ex, fractional_max_pool2d/3d, ctc_loss,
-multilabel_margin_loss, fake_quantize_per_tensor_affine.
+fake_quantize_per_tensor_affine.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _CONV = "conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
 CPU_LOWER_PRECISION_FP = " ".join([
     _CONV, " ".join("F." + n for n in _CONV.split()),
     "mm bmm matmul addmm addbmm baddbmm linalg.vecdot prelu F.prelu F.linear",
-    "F.scaled_dot_product_attention nn.RNNBase._run_dir",
+    "F.scaled_dot_product_attention nn.RNNBase._run_dir conv_tbc F.conv_tbc",
 ])
 CPU_FP32 = " ".join([
     "prod quantile nanquantile cdist trace cholesky inverse qr svd",
@@ -37,6 +37,7 @@ CPU_FP32 = " ".join([
     "F.binary_cross_entropy F.binary_cross_entropy_with_logits F.cosine_embedding_loss",
     "F.cross_entropy F.hinge_embedding_loss F.huber_loss F.kl_div F.l1_loss",
     "F.margin_ranking_loss F.mse_loss F.multi_margin_loss F.nll_loss F.poisson_nll_loss",
+    "F.multilabel_margin_loss",
     "F.smooth_l1_loss F.soft_margin_loss F.triplet_margin_loss",
 ])
 CPU_PROMOTE = "cat stack index_copy Tensor.index_copy"

@@ -166,6 +166,11 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
                                               reduction=self.reduction)
 
 
+class MultiLabelMarginLoss(_Loss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return FM.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
 class PoissonNLLLoss(_Loss):
     def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
                  eps: float = 1e-8, reduce=None, reduction: str = "mean") -> None:
@@ -252,7 +257,7 @@ __all__ = [
     "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
     "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
     "GaussianNLLLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
-    "NLLLoss2d",
+    "NLLLoss2d", "MultiLabelMarginLoss",
 ]
 
 
