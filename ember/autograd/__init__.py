@@ -8,10 +8,12 @@ from ember.autograd.engine import queue_callback, run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable
 from ember.autograd.grad_mode import (
     enable_grad,
+    enforce_grad_layout_policy,
     inference_mode,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,
+    set_multithreading_enabled,
 )
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from ember.autograd.trace import trace
@@ -22,7 +24,7 @@ def _seq(x) -> tuple:
 
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, Tensor | graph.GradientEdge):
         return (x,)
     return tuple(x)
 
@@ -71,6 +73,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
+    if materialize_grads and any(isinstance(t, graph.GradientEdge) for t in ins):
+        raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                           "GradientEdge")
     if retain_graph is None:
         retain_graph = create_graph
     if is_grads_batched:
@@ -124,4 +129,5 @@ __all__ = [
     "enable_grad", "functional", "grad", "graph", "gradcheck", "gradgradcheck", "inference_mode",
     "is_grad_enabled", "no_grad", "profiler",
     "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "trace",
+    "set_multithreading_enabled", "enforce_grad_layout_policy",
 ]
