@@ -509,6 +509,9 @@ class Tensor(TensorCasts):
         return new
 
     def __reduce_ex__(self, protocol):
+        from ember.utils.hooks import warn_if_has_hooks
+
+        warn_if_has_hooks(self)
         return (_rebuild, (self._data, self._rg, type(self), self.__dict__ or None))
 
 

@@ -12,31 +12,35 @@ from optim_oracle import compare_state_dicts, convert
 import ember
 
 
-def _trajectories(opt_name, shapes, steps=20, seed=0, dtype="float32", **kw):
-    """Run both optimizers on the same parameters and gradients; yield (step, ember params,
-    torch params, ember optimizer, torch optimizer) after each step."""
+def _pair(opt_name, shapes, seed=0, dtype="float32", ekw=None, **kw):
+    """The same parameters in both libraries and an optimizer over each."""
     rng = np.random.default_rng(seed)
     init = [rng.standard_normal(s).astype(dtype) for s in shapes]
     ep = [ember.nn.Parameter(ember.tensor(a.copy())) for a in init]
     tp = [torch.nn.Parameter(torch.tensor(a.copy())) for a in init]
-    eo = getattr(ember.optim, opt_name)(ep, **kw)
+    eo = getattr(ember.optim, opt_name)(ep, **(kw if ekw is None else ekw))
     to = getattr(torch.optim, opt_name)(tp, **kw)
+    return ep, tp, eo, to, rng
+
+
+def _step(ep, tp, eo, to, rng, step: int) -> None:
+    """One step of both on the same random gradients."""
+    for e, t in zip(ep, tp):
+        g = rng.standard_normal(t.shape).astype(t.detach().numpy().dtype) * (1 + step % 3)
+        e.grad, t.grad = ember.tensor(g.copy()), torch.tensor(g.copy())
+    eo.step()
+    to.step()
+
+
+def _run(opt_name, shapes, rtol, atol, steps=20, dtype="float32", ekw=None, **kw):
+    """20 steps of both: the parameters agree after each, the state dicts at the end."""
+    ep, tp, eo, to, rng = _pair(opt_name, shapes, dtype=dtype, ekw=ekw, **kw)
     for step in range(steps):
-        for e, t in zip(ep, tp):
-            g = rng.standard_normal(t.shape).astype(dtype) * (1 + step % 3)
-            e.grad = ember.tensor(g.copy())
-            t.grad = torch.tensor(g.copy())
-        eo.step()
-        to.step()
-        yield step, ep, tp, eo, to
-
-
-def _run(opt_name, shapes, rtol, atol, **kw):
-    for _, ep, tp, eo, to in _trajectories(opt_name, shapes, **kw):
+        _step(ep, tp, eo, to, rng, step)
         for e, t in zip(ep, tp):
             np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=rtol,
                                        atol=atol)
-    compare_state_dicts(eo.state_dict(), to.state_dict(), rtol=1e-4, atol=1e-6)
+    return eo, to
 
 
 ADAFACTOR_SHAPES = [(5, 7), (3,), (2, 4, 6), (), (1, 9)]
@@ -48,34 +52,18 @@ ADAFACTOR_SHAPES = [(5, 7), (3,), (2, 4, 6), (), (1, 9)]
     {"foreach": False, "weight_decay": 0.01, "lr": 0.3},
 ])
 def test_adafactor_trajectory(kw):
-    kw = {k: ember.tensor(float(v)) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
-    # (ember gets an ember lr tensor, torch its own)
-    ekw = kw
-    tkw = {k: torch.tensor(float(v)) if isinstance(v, ember.Tensor) else v
-           for k, v in kw.items()}
-    rng = np.random.default_rng(1)
-    init = [rng.standard_normal(s).astype("float32") for s in ADAFACTOR_SHAPES]
-    ep = [ember.nn.Parameter(ember.tensor(a.copy())) for a in init]
-    tp = [torch.nn.Parameter(torch.tensor(a.copy())) for a in init]
-    eo, to = ember.optim.Adafactor(ep, **ekw), torch.optim.Adafactor(tp, **tkw)
-    for step in range(20):
-        for e, t in zip(ep, tp):
-            g = rng.standard_normal(t.shape).astype("float32") * (1 + step % 3)
-            e.grad, t.grad = ember.tensor(g.copy()), torch.tensor(g.copy())
-        eo.step()
-        to.step()
-        for e, t in zip(ep, tp):
-            np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5,
-                                       atol=1e-6)
+    ekw = {k: ember.tensor(float(v)) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    eo, to = _run("Adafactor", ADAFACTOR_SHAPES, rtol=1e-5, atol=1e-6, ekw=ekw, **kw)
     esd, tsd = eo.state_dict(), to.state_dict()
     for g in (*esd["param_groups"], *tsd["param_groups"]):
-        g.pop("lr")
+        g.pop("lr")  # a tensor lr: compared by the trajectory
     compare_state_dicts(esd, tsd, rtol=1e-4, atol=1e-7)
 
 
 def test_adafactor_float64_and_first_eps():
     # eps1=None takes the first parameter's machine epsilon for the whole group, as torch's loop
-    _run("Adafactor", [(4, 3), (6,)], rtol=1e-10, atol=1e-12, dtype="float64")
+    eo, to = _run("Adafactor", [(4, 3), (6,)], rtol=1e-10, atol=1e-12, dtype="float64")
+    compare_state_dicts(eo.state_dict(), to.state_dict(), rtol=1e-10, atol=1e-14)
 
 
 @pytest.mark.parametrize("kw", [
@@ -86,7 +74,8 @@ def test_adafactor_float64_and_first_eps():
 def test_muon_trajectory(kw):
     # The Newton-Schulz iteration runs in bfloat16 in both; a different rounding of one bf16
     # value moves an update entry by ~2^-8 of itself, times lr
-    _run("Muon", [(5, 7), (8, 3), (4, 4)], rtol=1e-4, atol=2e-5, **kw)
+    eo, to = _run("Muon", [(5, 7), (8, 3), (4, 4)], rtol=1e-4, atol=2e-5, **kw)
+    compare_state_dicts(eo.state_dict(), to.state_dict(), rtol=1e-4, atol=1e-6)
 
 
 def test_reprs_and_modules():
@@ -139,11 +128,16 @@ def test_adafactor_complex_error():
 
 def test_state_dict_roundtrip():
     """A torch Adafactor state dict loads into ember and the runs go on together."""
-    steps = _trajectories("Adafactor", [(3, 4), (5,)], steps=3)
-    *_, (_, ep, tp, eo, to) = steps
+    ep, tp, eo, to, rng = _pair("Adafactor", [(3, 4), (5,)])
+    for step in range(3):
+        _step(ep, tp, eo, to, rng, step)
     fresh = ember.optim.Adafactor(ep)
     fresh.load_state_dict(convert(to.state_dict(), ember))
     compare_state_dicts(fresh.state_dict(), to.state_dict())
+    for step in range(3, 6):
+        _step(ep, tp, fresh, to, rng, step)
+    for e, t in zip(ep, tp):
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def _swap_case(lib):

@@ -9,8 +9,8 @@ tensor hooks, the retain_grad update, node pre-hooks, backward, node post-hooks.
 from __future__ import annotations
 
 import heapq
-import math
 import itertools
+import math
 import threading
 from collections.abc import Sequence
 
