@@ -15,6 +15,13 @@ from ember._tensor import Tensor
 from ember.autograd.function import Op
 
 
+def _pad_time(x, pad: int, xp):
+    """``x`` with ``pad`` zero steps before and after on dim 0 (a negative pad crops)."""
+    if pad < 0:
+        return x[-pad:x.shape[0] + pad]
+    return xp.pad(x, ((pad, pad), (0, 0), (0, 0)))
+
+
 class ConvTbc(Op):
     node_name = "ConvTbcBackward0"
     saves = (0, 1, 2)
@@ -23,14 +30,15 @@ class ConvTbc(Op):
     def forward(ctx, x, w, bias, pad=0):
         xp = xp_of(x)
         ctx.pad = pad
-        xpad = xp.pad(x, ((pad, pad), (0, 0), (0, 0)))
         k = w.shape[0]
-        steps = xpad.shape[0] - k + 1
+        steps = x.shape[0] + 2 * pad - k + 1
         if steps < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {steps}: "
                                f"[{steps}, {x.shape[1]}, {w.shape[2]}]")
-        windows = np.lib.stride_tricks.sliding_window_view(xpad, k, axis=0)  # (T', B, I, K)
-        out = xp.einsum("tbik,kio->tbo", windows, w, optimize=True)
+        if steps == 0:
+            return xp.zeros((0, x.shape[1], w.shape[2]), dtype=x.dtype)
+        windows = np.lib.stride_tricks.sliding_window_view(_pad_time(x, pad, xp), k, axis=0)
+        out = xp.einsum("tbik,kio->tbo", windows, w, optimize=True)  # windows: (T', B, I, K)
         return (out + bias).astype(x.dtype, copy=False)
 
     @staticmethod
@@ -42,9 +50,9 @@ class ConvTbc(Op):
         need = ctx.needs_input_grad
         k, p = w.shape[0], ctx.pad
         gx = gw = gb = None
-        if need[0]:
+        if need[0]:  # the gradient of the padded input, then un-padded (a crop: zeros back)
             full = conv_tbc(g, w.flip(0).transpose(1, 2), bias.new_zeros(w.shape[1]), k - 1)
-            gx = full[p:p + x.shape[0]]
+            gx = fpad(full, (0, 0, 0, 0, -p, -p))
         if need[1]:
             windows = fpad(x, (0, 0, 0, 0, p, p)).unfold(0, g.shape[0], 1)  # (K, B, I, T')
             gw = einsum("kbit,tbo->kio", windows, g)
