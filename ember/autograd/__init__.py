@@ -73,15 +73,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
-    if materialize_grads and any(isinstance(t, graph.GradientEdge) for t in ins):
-        raise RuntimeError("materialize_grads cannot be used when the given input is a "
-                           "GradientEdge")
     if retain_graph is None:
         retain_graph = create_graph
     if is_grads_batched:
         return _batched_grad(outputs, ins, grads, retain_graph, create_graph, allow_unused,
                              materialize_grads)
     res = run_backward(outputs, grads, retain_graph, create_graph, inputs=ins, accumulate=False)
+    if materialize_grads and any(r is None and isinstance(t, graph.GradientEdge)
+                                 for r, t in zip(res, ins)):
+        raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                           "GradientEdge")
     for i, r in enumerate(res):
         if r is None and not allow_unused:
             raise RuntimeError("One of the differentiated Tensors appears to not have been used "

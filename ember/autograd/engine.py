@@ -40,21 +40,21 @@ def _edge_root_grad(edge, g):
     """The gradient fed to a GradientEdge output: ``g``, or ones for a scalar output whose
     shape the node recorded (ember's nodes know their outputs' shapes only for multi-output
     ops and leaves)."""
-    from ember._creation import ones
+    from ember._tensor import Tensor
 
     if g is not None:
         return g if g._rg else g._alias()
     node, nr = edge.node, edge.output_nr
     if isinstance(node, graph.AccumulateGrad):
-        meta = (node.variable.shape, node.variable.dtype)
+        shape, dtype = node.variable.shape, node.variable._data.dtype
     elif node._out_meta is not None:
-        meta = node._out_meta[nr]
+        shape, dtype = node._out_meta[nr]
     else:
         raise RuntimeError("grad_outputs must be given for a GradientEdge output whose node does "
                            f"not record its output's shape ({node.name()})")
-    if math.prod(meta[0]) != 1:
+    if math.prod(shape) != 1:
         raise RuntimeError("grad can be implicitly created only for scalar outputs")
-    return ones(meta[0], dtype=meta[1])
+    return Tensor._make(np.ones(shape, dtype=dtype))
 
 
 def _make_root_grads(tensors, grads):

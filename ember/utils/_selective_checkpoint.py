@@ -20,6 +20,7 @@ import enum
 from collections import defaultdict
 
 from ember.autograd import function
+from ember.autograd.graph import Node
 
 _MISMATCH = ("This can happen if the operations in the checkpointed region are nondeterministic "
              "or depend on global state that changed between forward and backward.")
@@ -165,9 +166,24 @@ class _Cached(_OpHook):
         return _result(out.get(self.allow_mutation), grad)
 
 
+class _KeptOutput(Node):
+    """The grad_fn of an output handed back in the recomputation. Checkpoint only reads what
+    the recomputed graph saves (and detaches it), so this node never runs; it is there so the
+    ops after it record as after the real op (an in-place op on it included)."""
+
+    def __init__(self) -> None:
+        self._init_node(())
+
+    def _call(self, grads: list) -> tuple:
+        raise RuntimeError("a selective checkpoint's recomputed graph is not differentiable")
+
+
 def _result(t, grad: bool):
-    t = t.detach()
-    return t.requires_grad_() if grad and t.is_floating_point() else t
+    from ember._tensor import Tensor
+
+    if grad and t.is_floating_point():
+        return Tensor._make(t._data, _KeptOutput())
+    return t.detach()
 
 
 def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation=False):
