@@ -111,7 +111,7 @@ def test_set_multithreading_enabled():
         lib.autograd.set_multithreading_enabled(True)
 
         @lib.autograd.set_multithreading_enabled(False)
-        def f():
+        def f(state=state):
             return state()
 
         assert f() is False and state() is False  # (torch's decorator sets it at once too)
@@ -133,7 +133,7 @@ def test_enforce_grad_layout_policy():
         assert state() is True
 
         @lib.autograd.enforce_grad_layout_policy(False)
-        def f():
+        def f(state=state):
             return state()
 
         assert state() is True and f() is False and state() is True

@@ -100,7 +100,8 @@ def test_conv_tbc_names_and_double_backward():
                    arr(2))
     check(lambda L, x, w, b: L.conv_tbc(x, w, b), arr(2, 2, 3), arr(3, 3, 4), arr(4))  # empty
     for pad in (-1, -2):  # a negative pad crops the input
-        check(lambda L, x, w, b: L.conv_tbc(x, w, b, pad), arr(7, 2, 3), arr(2, 3, 4), arr(4))
+        check(lambda L, x, w, b, p=pad: L.conv_tbc(x, w, b, p), arr(7, 2, 3), arr(2, 3, 4),
+              arr(4))
 
 
 @pytest.mark.parametrize("case", [
