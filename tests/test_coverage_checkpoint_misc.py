@@ -238,3 +238,59 @@ def test_warn_if_has_hooks():
             lib.utils.hooks.warn_if_has_hooks(x)
             lib.utils.hooks.warn_if_has_hooks(lib.ones(2))
         assert len(rec) == 1 and "will not be serialized" in str(rec[0].message)
+
+
+def test_graph_exec_group():
+    for lib in (ember, torch):
+        G = lib.utils.checkpoint.GraphExecGroup
+        g = G()
+        with g as h:
+            assert h is g and G._get_current_group() is g
+            with pytest.raises(RuntimeError, match="GraphExecGroup contexts cannot be nested"):
+                with G():
+                    pass
+        assert G._get_current_group() is None
+    # two backward calls over disjoint parts of one checkpointed region, in a group
+    grads = []
+    for lib in (ember, torch):
+        x = lib.tensor(arr(3, rng=np.random.default_rng(2)), requires_grad=True)
+        y = lib.tensor(arr(3, rng=np.random.default_rng(3)), requires_grad=True)
+        a, b = lib.utils.checkpoint.checkpoint(lambda u, v: (u.sin() * 2, v.cos() * 3), x, y,
+                                               use_reentrant=False)
+        with lib.utils.checkpoint.GraphExecGroup():
+            a.sum().backward()
+            b.sum().backward()
+        grads.append((x.grad, y.grad))
+    for e, t in zip(*grads):
+        assert_same(e, t)
+
+
+def test_sac_ignored_ops():
+    """An op in SAC_IGNORED_OPS is neither kept nor asked about: it runs in the
+    recomputation even under an everything-saving policy."""
+    from ember.ops.pointwise import Sigmoid
+
+    ck = ember.utils.checkpoint
+    assert ck.SAC_IGNORED_OPS == set() and isinstance(torch.utils.checkpoint.SAC_IGNORED_OPS, set)
+
+    def sigmoids(asked: list) -> int:
+        def policy(ctx, op, *args, **kwargs):
+            asked.append(op)
+            return ck.CheckpointPolicy.MUST_SAVE
+
+        x = ember.rand(3, 3, requires_grad=True)
+        out = ck.checkpoint(functools.partial(_fn, ember), x, x, use_reentrant=False,
+                            context_fn=functools.partial(
+                                ck.create_selective_checkpoint_contexts, policy))
+        with ember.autograd.profiler.profile() as prof:
+            out.sum().backward()
+        return sum(e.name == "aten::sigmoid" for e in prof.function_events)
+
+    asked: list = []
+    assert sigmoids(asked) == 0 and Sigmoid in asked
+    ck.SAC_IGNORED_OPS.add(Sigmoid)
+    try:
+        asked = []
+        assert sigmoids(asked) == 1 and Sigmoid not in asked
+    finally:
+        ck.SAC_IGNORED_OPS.discard(Sigmoid)

@@ -26,6 +26,11 @@ _MISMATCH = ("This can happen if the operations in the checkpointed region are n
              "or depend on global state that changed between forward and backward.")
 _RECOMPUTE, _CONSUMED = object(), object()
 
+# Ops that selective checkpointing runs as usual, never caching nor counting them. torch lists
+# its metadata queries (size, stride, is_contiguous, ...) and detach; in ember none of those is
+# an op (they never reach Op.apply), so the set starts empty. Users may add op classes.
+SAC_IGNORED_OPS: set = set()
+
 
 class CheckpointPolicy(enum.Enum):
     """Whether selective checkpointing keeps an op's output (``*_SAVE``) or recomputes it
@@ -99,6 +104,8 @@ class _Caching(_OpHook):
         self.counter: dict = defaultdict(int)
 
     def op(self, cls, inputs, kw):
+        if cls in SAC_IGNORED_OPS:
+            return self._run(cls, inputs, kw)
         frame = self.frame
         if frame is not None:
             frame.pending = []  # what the op saves for backward (checkpoint's pack hook)
@@ -134,6 +141,8 @@ class _Cached(_OpHook):
         return super().__enter__()
 
     def op(self, cls, inputs, kw):
+        if cls in SAC_IGNORED_OPS:
+            return self._run(cls, inputs, kw)
         idx = self.counter[cls]
         self.counter[cls] += 1
         kept = self.storage.get(cls)

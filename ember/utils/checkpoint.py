@@ -12,6 +12,7 @@ Selective checkpointing (``create_selective_checkpoint_contexts``) lives in
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Callable
 
@@ -19,6 +20,7 @@ from ember.autograd.function import Function
 from ember.autograd.grad_mode import STATE, enable_grad, no_grad
 from ember.autograd.graph import saved_tensors_hooks
 from ember.utils._selective_checkpoint import (
+    SAC_IGNORED_OPS,
     CheckpointPolicy,
     SelectiveCheckpointContext,
     _OpHook,
@@ -159,6 +161,35 @@ def set_device_states(devices, states, *, device_type=None) -> None:
     module = importlib.import_module(f"ember.{device_type}")
     for device, state in zip(devices, states):
         module.set_rng_state(state, device)
+
+
+class _GroupState(threading.local):
+    def __init__(self) -> None:
+        self.group = None
+
+
+_GROUP = _GroupState()
+
+
+class GraphExecGroup:
+    """The backward calls under one instance recompute each checkpointed region at most once
+    (they must use disjoint parts of the graph). ember's non-reentrant checkpoint keeps what it
+    recomputed for every later backward, so inside a group or not, a region is recomputed
+    once."""
+
+    def __enter__(self) -> GraphExecGroup:
+        if _GROUP.group is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group "
+                               f"{_GROUP.group}")
+        _GROUP.group = self
+        return self
+
+    def __exit__(self, *args) -> None:
+        _GROUP.group = None
+
+    @classmethod
+    def _get_current_group(cls) -> GraphExecGroup | None:
+        return _GROUP.group
 
 
 class CheckpointFunction(Function):
@@ -326,6 +357,7 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
 
 
 __all__ = ["CheckpointError", "CheckpointFunction", "CheckpointPolicy", "DefaultDeviceType",
+           "GraphExecGroup", "SAC_IGNORED_OPS",
            "SelectiveCheckpointContext", "check_backward_validity", "checkpoint",
            "checkpoint_sequential", "create_selective_checkpoint_contexts", "detach_variable",
            "get_device_states", "noop_context_fn", "set_checkpoint_debug_enabled",
