@@ -107,6 +107,8 @@ def test_conv_tbc_names_and_double_backward():
     gradgrad_check(lambda x, w, b: ember.conv_tbc(x, w, b, 1), arr(4, 2, 3), arr(2, 3, 2),
                    arr(2))
     check(lambda L, x, w, b: L.conv_tbc(x, w, b), arr(2, 2, 3), arr(3, 3, 4), arr(4))  # empty
+    check(lambda L, x, w, b: L.conv_tbc(x.bfloat16(), w.bfloat16(), b.bfloat16(), 1).float(),
+          arr(5, 2, 3), arr(3, 3, 4), arr(4), grad=False, atol=1e-2, rtol=1e-2)
     for pad in (-1, -2):  # a negative pad crops the input
         check(lambda L, x, w, b, p=pad: L.conv_tbc(x, w, b, p), arr(7, 2, 3), arr(2, 3, 4),
               arr(4))

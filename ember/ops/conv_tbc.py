@@ -2,17 +2,16 @@
 
 ``out[t, b, o] = bias[o] + sum_{k, i} xpad[t + k, b, i] * w[k, i, o]``, with ``xpad`` the input
 padded by ``pad`` time steps on both sides. Backward is conv_tbc again (the input's gradient:
-the gradient convolved with the time-flipped, transposed weight) and one einsum over time
-windows (the weight's), so it is differentiable in turn.
+the gradient convolved with the time-flipped, transposed weight) and one product per kernel tap
+(the weight's), so it is differentiable in turn. Forward is one GEMM per kernel tap.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.ops import _lowp
 
 
 def _pad_time(x, pad: int, xp):
@@ -20,6 +19,19 @@ def _pad_time(x, pad: int, xp):
     if pad < 0:
         return x[-pad:x.shape[0] + pad]
     return xp.pad(x, ((pad, pad), (0, 0), (0, 0)))
+
+
+@_lowp.float32_math
+def _taps(xpad, w, bias, steps: int):
+    """``bias`` plus one GEMM per kernel tap, ``(T' * B, I) @ (I, O)``."""
+    k, cin, cout = w.shape
+    rows = steps * xpad.shape[1]
+    out = xp_of(xpad).empty((steps, xpad.shape[1], cout), dtype=xpad.dtype)
+    out[...] = bias
+    flat = out.reshape(rows, cout)
+    for i in range(k):
+        flat += xpad[i:i + steps].reshape(rows, cin) @ w[i]
+    return out
 
 
 class ConvTbc(Op):
@@ -35,16 +47,12 @@ class ConvTbc(Op):
         if steps < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {steps}: "
                                f"[{steps}, {x.shape[1]}, {w.shape[2]}]")
-        if steps == 0:
-            return xp.zeros((0, x.shape[1], w.shape[2]), dtype=x.dtype)
-        windows = np.lib.stride_tricks.sliding_window_view(_pad_time(x, pad, xp), k, axis=0)
-        out = xp.einsum("tbik,kio->tbo", windows, w, optimize=True)  # windows: (T', B, I, K)
-        return (out + bias).astype(x.dtype, copy=False)
+        return _taps(xp.ascontiguousarray(_pad_time(x, pad, xp)), w, bias, steps)
 
     @staticmethod
     def backward(ctx, g):
         from ember.nn._functional.vision import pad as fpad
-        from ember.ops.einsum import einsum
+        from ember.ops.joining import stack
 
         x, w, bias = ctx.saved_tensors
         need = ctx.needs_input_grad
@@ -54,8 +62,10 @@ class ConvTbc(Op):
             full = conv_tbc(g, w.flip(0).transpose(1, 2), bias.new_zeros(w.shape[1]), k - 1)
             gx = fpad(full, (0, 0, 0, 0, -p, -p))
         if need[1]:
-            windows = fpad(x, (0, 0, 0, 0, p, p)).unfold(0, g.shape[0], 1)  # (K, B, I, T')
-            gw = einsum("kbit,tbo->kio", windows, g)
+            xpad = fpad(x, (0, 0, 0, 0, p, p))
+            steps, cin = g.shape[0], x.shape[2]
+            g2 = g.reshape(-1, g.shape[2])
+            gw = stack([xpad[i:i + steps].reshape(-1, cin).T @ g2 for i in range(k)])
         if need[2]:
             gb = g.sum((0, 1))
         return gx, gw, gb

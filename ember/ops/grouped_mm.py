@@ -27,21 +27,28 @@ def _ranges(offs: np.ndarray, size: int) -> list[tuple[int, int]]:
     return [(int(s), int(max(s, e))) for s, e in zip(starts, ends)]
 
 
+def _blas(m):
+    """``m`` in a layout BLAS takes (NumPy multiplies other strides, zero strides of an
+    expanded gradient among them, with a loop ~50x slower)."""
+    return m if m.flags.c_contiguous or m.flags.f_contiguous else m.copy()
+
+
 def _forward(a, b, offs):
     xp = xp_of(a)
     if a.dtype.itemsize < 4:  # float16 / bfloat16: float32 products, rounded once (as torch)
         a, b = a.astype(np.float32), b.astype(np.float32)
     if offs is None:
-        return xp.matmul(a, b)
+        return xp.matmul(a if a.strides[-1] and a.strides[-2] else a.copy(),
+                         b if b.strides[-1] and b.strides[-2] else b.copy())
     if a.ndim == 2 and b.ndim == 3:
         out = xp.zeros((a.shape[0], b.shape[2]), dtype=a.dtype)
         for g, (s, e) in enumerate(_ranges(offs, a.shape[0])):
-            out[s:e] = a[s:e] @ b[g]
+            out[s:e] = _blas(a[s:e]) @ _blas(b[g])
         return out
     if a.ndim == 3:  # b 2d: its columns in groups
         out = xp.zeros((a.shape[1], b.shape[1]), dtype=a.dtype)
         for g, (s, e) in enumerate(_ranges(offs, b.shape[1])):
-            out[:, s:e] = a[g] @ b[:, s:e]
+            out[:, s:e] = _blas(a[g]) @ _blas(b[:, s:e])
         return out
     out = xp.zeros((len(offs), a.shape[0], b.shape[1]), dtype=a.dtype)
     for g, (s, e) in enumerate(_ranges(offs, a.shape[1])):
