@@ -49,7 +49,7 @@ ADAFACTOR_SHAPES = [(5, 7), (3,), (2, 4, 6), (), (1, 9)]
 @pytest.mark.parametrize("kw", [
     {}, {"lr": 0.05, "weight_decay": 0.1}, {"maximize": True, "d": 1.5},
     {"eps": (1e-30, 1e-2), "beta2_decay": -0.5}, {"lr": torch.tensor(0.02)},
-    {"foreach": False, "weight_decay": 0.01, "lr": 0.3},
+    {"foreach": False, "weight_decay": 0.01, "lr": 0.3}, {"foreach": True, "maximize": True},
 ])
 def test_adafactor_trajectory(kw):
     ekw = {k: ember.tensor(float(v)) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
