@@ -17,6 +17,7 @@ from ember._backend import CPU, CUDA0, check_device, is_array, to_device
 from ember._dtype import dtype as _DType
 from ember._size import Size
 from ember._tensor_casts import TensorCasts
+from ember.autograd import _grad_dtype
 from ember.autograd.grad_mode import STATE
 from ember.compiler.traced import refuse
 from ember.utils.hooks import RemovableHandle
@@ -28,7 +29,7 @@ class _Aux:
     """Rarely-used per-tensor state, allocated on first use to keep plain tensors light."""
 
     __slots__ = ("hooks", "post_acc_hooks", "retains_grad", "grad_acc", "name", "tangent",
-                 "views", "views_live", "multi_view")
+                 "views", "views_live", "multi_view", "grad_dtype")
 
     def __init__(self) -> None:
         self.hooks = None
@@ -40,6 +41,7 @@ class _Aux:
         self.views = None  # weakrefs to views made while this tensor did not require grad
         self.views_live = 0
         self.multi_view = False  # a view from split/unbind/chunk, or a view of one
+        self.grad_dtype = _grad_dtype.SAME  # Tensor.grad_dtype (ember/autograd/_grad_dtype.py)
 
     def add_view(self, view) -> None:
         """Remember ``view`` (see ember/ops/view_history.rebase); dead ones are dropped now and
@@ -309,11 +311,7 @@ class Tensor(TensorCasts):
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")
-            if value.dtype is not self.dtype:
-                raise RuntimeError("attempting to assign a gradient with dtype "
-                                   f"'{value.dtype.name}' to a tensor with dtype "
-                                   f"'{self.dtype.name}'. Please ensure that the gradient and "
-                                   "the tensor have the same dtype")
+            _grad_dtype.check_assigned(self, value)
             if value.shape != self.shape:
                 raise RuntimeError("assigned grad has data of a different size")
         self._grad = value
@@ -321,6 +319,8 @@ class Tensor(TensorCasts):
     @grad.deleter
     def grad(self) -> None:
         self._grad = None
+
+    grad_dtype = _grad_dtype.grad_dtype
 
     @property
     def retains_grad(self) -> bool:
@@ -509,6 +509,9 @@ class Tensor(TensorCasts):
         return new
 
     def __reduce_ex__(self, protocol):
+        from ember.utils.hooks import warn_if_has_hooks
+
+        warn_if_has_hooks(self)
         return (_rebuild, (self._data, self._rg, type(self), self.__dict__ or None))
 
 

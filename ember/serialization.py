@@ -174,6 +174,9 @@ class _Pickler(pickle._Pickler):
 
     def _reduce_tensor(self, t: Tensor):
         from ember.nn.parameter import Parameter
+        from ember.utils.hooks import warn_if_has_hooks
+
+        warn_if_has_hooks(t)
 
         if isinstance(t, Parameter):
             data = Tensor._make(t._data)

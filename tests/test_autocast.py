@@ -192,6 +192,10 @@ CASES = {
     "replication_pad2d": [_pad("replicate", 2)],
     "replication_pad3d": [_pad("replicate", 3),
                           lambda L, x: L.nn.ReplicationPad3d(1)(x(1, 2, 3, 3, 3))],
+    "conv_tbc": [lambda L, x: L.conv_tbc(x(5, 2, 3), x(3, 3, 4), x(4), 1),
+                 lambda L, x: _F(L).conv_tbc(x(4, 1, 2), x(2, 2, 3), x(3))],
+    "multilabel_margin_loss": [lambda L, x: _F(L).multilabel_margin_loss(
+        x(2, 4), x.long([[3, 0, -1, 1], [0, 1, 2, 3]]))],
     "mse_loss": [lambda L, x: _F(L).mse_loss(x(3, 4), x(3, 4)),
                  lambda L, x: L.nn.MSELoss(reduction="none")(x(3, 4), x(3, 4))],
     "l1_loss": [lambda L, x: _F(L).l1_loss(x(3, 4), x(3, 4))],
@@ -231,12 +235,12 @@ CASES = {
 
 # On torch's CPU lists, but not in ember (the fft_* ops too).
 MISSING = {
-    "_addmm_activation", "_convolution", "conv_tbc", "grid_sampler", "grid_sampler_2d",
+    "_addmm_activation", "_convolution", "grid_sampler", "grid_sampler_2d",
     "grid_sampler_3d", "_grid_sampler_2d_cpu_fallback", "polar", "stft", "view_as_complex",
     "cholesky_inverse", "cholesky_solve", "pinverse", "triangular_solve", "linalg_cond",
     "linalg_eig", "linalg_eigvals", "linalg_tensorinv", "linalg_tensorsolve",
     "linalg_cholesky_ex", "linalg_inv_ex", "fractional_max_pool2d", "fractional_max_pool3d",
-    "ctc_loss", "multilabel_margin_loss", "multilabel_margin_loss_forward",
+    "ctc_loss", "multilabel_margin_loss_forward",
     "fake_quantize_per_tensor_affine",
 }
 # Decompositions whose factors LAPACK builds may sign differently: dtypes only.

@@ -107,7 +107,7 @@ CASES = {
         "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits",
         "cosine_embedding_loss", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
         "multi_margin_loss", "nll_loss", "nll_loss2d", "poisson_nll_loss", "soft_margin_loss",
-        "triplet_margin_loss")},
+        "triplet_margin_loss", "multilabel_margin_loss", "conv_tbc")},
     # fp32_set_opt_dtype (and norm's fp32_append_dtype)
     "sum": [lambda L, x: x(3, 4).sum(), lambda L, x: L.sum(x(3, 4), 1),
             lambda L, x: x(3, 4).sum(0, dtype=L.float64)],
@@ -149,9 +149,9 @@ AROUND = {
 }
 # On torch's CUDA lists, but not in ember (see ember/amp/_lists.py).
 MISSING = {
-    "_convolution", "conv_tbc", "cudnn_convolution", "cudnn_convolution_transpose", "convolution",
+    "_convolution", "cudnn_convolution", "cudnn_convolution_transpose", "convolution",
     "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "lstm_cell", "gru_cell", "rnn_tanh_cell",
-    "rnn_relu_cell", "_scaled_dot_product_flash_attention", "multilabel_margin_loss",
+    "rnn_relu_cell", "_scaled_dot_product_flash_attention",
     "grid_sampler", "index_put", "native_layer_norm", "_upsample_bicubic2d_aa",
     "_upsample_bilinear2d_aa", "_upsample_nearest_exact1d", "_upsample_nearest_exact3d",
 }

@@ -149,6 +149,8 @@ ON_PURPOSE: dict[str, dict[str, str]] = {
                          "argument_validation", "runtime_validation",
                          "runtime_validation_disabled"], "removed"),
     },
+    # SparseAdam steps only on sparse gradients (nn.Embedding(sparse=True)), a sparse layout
+    "torch.optim": {"SparseAdam": "sparse"},
     "torch.autograd": {"variable": "removed", "NestedIOFunction": "removed"},
     "torch.autograd.graph": {**dict.fromkeys(["set_override_stale_capture_stream",
                                               "set_warn_on_accumulate_grad_stream_mismatch"],

@@ -9,13 +9,13 @@ those ember has, under every public name that reaches them: ``mm`` is ``ember.mm
 ``cat``, ``einsum`` and ``tensordot`` call ``bmm`` / ``mm`` in torch) are not listed: they are
 cast through the listed ops they call, as in torch.
 
-On torch's CPU lists but not in ember: _addmm_activation, _convolution, conv_tbc,
+On torch's CPU lists but not in ember: _addmm_activation, _convolution,
 _native_multi_head_attention (nn.MultiheadAttention's inference fast path; ember's attention
 runs its linear / sdpa ops, which are cast), the fft_* ops, grid_sampler, polar, stft,
 view_as_complex, cholesky_inverse, cholesky_solve, pinverse, triangular_solve, linalg_cond,
 linalg_eig, linalg_eigvals, linalg_tensorinv, linalg_tensorsolve,
 linalg_cholesky_ex, linalg_inv_ex, fractional_max_pool2d/3d, ctc_loss,
-multilabel_margin_loss, fake_quantize_per_tensor_affine.
+fake_quantize_per_tensor_affine.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _CONVS = _CONV + " " + " ".join("F." + n for n in _CONV.split())  # torch.* and 
 
 CPU_LOWER_PRECISION_FP = " ".join([
     _CONVS, "mm bmm matmul addmm addbmm baddbmm linalg.vecdot prelu F.prelu F.linear",
-    "F.scaled_dot_product_attention nn.RNNBase._run_dir",
+    "F.scaled_dot_product_attention nn.RNNBase._run_dir conv_tbc F.conv_tbc",
 ])
 CPU_FP32 = " ".join([
     "prod quantile nanquantile cdist trace cholesky inverse qr svd",
@@ -38,19 +38,21 @@ CPU_FP32 = " ".join([
     "F.binary_cross_entropy F.binary_cross_entropy_with_logits F.cosine_embedding_loss",
     "F.cross_entropy F.hinge_embedding_loss F.huber_loss F.kl_div F.l1_loss",
     "F.margin_ranking_loss F.mse_loss F.multi_margin_loss F.nll_loss F.poisson_nll_loss",
+    "F.multilabel_margin_loss",
     "F.smooth_l1_loss F.soft_margin_loss F.triplet_margin_loss",
 ])
 CPU_PROMOTE = "cat stack index_copy Tensor.index_copy"
 
-# torch's CUDA lists (``AutocastCUDA`` kernels). Not in ember: _convolution, conv_tbc,
+# torch's CUDA lists (``AutocastCUDA`` kernels). Not in ember: _convolution,
 # cudnn_convolution(_transpose), _thnn_fused_lstm_cell/gru_cell and the RNN cells (nn.LSTMCell
 # and friends run ember's linear ops, which are cast), _scaled_dot_product_flash_attention,
-# nll_loss2d (F.nll_loss covers both), multilabel_margin_loss, grid_sampler, index_put (the
+# nll_loss2d (F.nll_loss covers both), grid_sampler, index_put (the
 # out-of-place one; ``x[i] = v`` is index_put_, not listed), norm.Scalar/ScalarOpt_dim (torch's
 # Python ``norm`` calls linalg.vector_norm, listed below).
 CUDA_LOWER_PRECISION_FP = " ".join([
     _CONVS, "mm bmm matmul addmm addbmm baddbmm addmv addr mv einsum chain_matmul linalg.vecdot",
     "linalg.multi_dot prelu F.prelu F.linear F.scaled_dot_product_attention nn.RNNBase._run_dir",
+    "conv_tbc F.conv_tbc",
 ])
 CUDA_FP32 = " ".join([
     "acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow",
@@ -59,7 +61,7 @@ CUDA_FP32 = " ".join([
     "F.poisson_nll_loss F.cosine_embedding_loss F.cross_entropy F.nll_loss",
     "F.hinge_embedding_loss F.kl_div F.l1_loss F.smooth_l1_loss F.huber_loss F.mse_loss",
     "F.margin_ranking_loss F.soft_margin_loss F.triplet_margin_loss F.multi_margin_loss",
-    "F.binary_cross_entropy_with_logits",
+    "F.binary_cross_entropy_with_logits F.multilabel_margin_loss",
     # composites whose torch code reaches a listed op first: F.normalize divides by
     # input.norm() (float32), and ``2 ** x`` is pow.Scalar
     "F.normalize Tensor.__rpow__",

@@ -8,10 +8,12 @@ from ember.autograd.engine import queue_callback, run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable
 from ember.autograd.grad_mode import (
     enable_grad,
+    enforce_grad_layout_policy,
     inference_mode,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,
+    set_multithreading_enabled,
 )
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from ember.autograd.trace import trace
@@ -22,7 +24,7 @@ def _seq(x) -> tuple:
 
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, Tensor | graph.GradientEdge):
         return (x,)
     return tuple(x)
 
@@ -77,6 +79,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         return _batched_grad(outputs, ins, grads, retain_graph, create_graph, allow_unused,
                              materialize_grads)
     res = run_backward(outputs, grads, retain_graph, create_graph, inputs=ins, accumulate=False)
+    if materialize_grads and any(r is None and isinstance(t, graph.GradientEdge)
+                                 for r, t in zip(res, ins)):
+        raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                           "GradientEdge")
     for i, r in enumerate(res):
         if r is None and not allow_unused:
             raise RuntimeError("One of the differentiated Tensors appears to not have been used "
@@ -124,4 +130,5 @@ __all__ = [
     "enable_grad", "functional", "grad", "graph", "gradcheck", "gradgradcheck", "inference_mode",
     "is_grad_enabled", "no_grad", "profiler",
     "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "trace",
+    "set_multithreading_enabled", "enforce_grad_layout_policy",
 ]

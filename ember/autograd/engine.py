@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import threading
 from collections.abc import Sequence
 
 import numpy as np
 
-from ember.autograd import graph
+from ember.autograd import _grad_dtype, graph
 from ember.autograd.anomaly_mode import warn_forward_trace
 from ember.autograd.function import PROFILER
 from ember.autograd.grad_mode import STATE
@@ -25,6 +26,8 @@ _LOCAL = graph.LOCAL
 
 
 def _root_edge(t):
+    if type(t) is graph.GradientEdge:
+        return t.node, t.output_nr
     t._sync()
     if t._grad_fn is not None:
         return t._grad_fn, t._output_nr
@@ -33,12 +36,36 @@ def _root_edge(t):
     return None, 0
 
 
+def _edge_root_grad(edge, g):
+    """The gradient fed to a GradientEdge output: ``g``, or ones for a scalar output whose
+    shape the node recorded (ember's nodes know their outputs' shapes only for multi-output
+    ops and leaves)."""
+    from ember._tensor import Tensor
+
+    if g is not None:
+        return g if g._rg else g._alias()
+    node, nr = edge.node, edge.output_nr
+    if isinstance(node, graph.AccumulateGrad):
+        shape, dtype = node.variable.shape, node.variable._data.dtype
+    elif node._out_meta is not None:
+        shape, dtype = node._out_meta[nr]
+    else:
+        raise RuntimeError("grad_outputs must be given for a GradientEdge output whose node does "
+                           f"not record its output's shape ({node.name()})")
+    if math.prod(shape) != 1:
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+    return Tensor._make(np.ones(shape, dtype=dtype))
+
+
 def _make_root_grads(tensors, grads):
     from ember._creation import ones_like
     from ember._tensor import Tensor
 
     out = []
     for i, (t, g) in enumerate(zip(tensors, grads)):
+        if type(t) is graph.GradientEdge:
+            out.append(_edge_root_grad(t, g))
+            continue
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -108,7 +135,7 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool,
         # backward(inputs=...) as torch: input nodes run, and non-leaf inputs retain .grad.
         capture = None
         for t in inputs:
-            if t._grad_fn is not None:
+            if type(t) is not graph.GradientEdge and t._grad_fn is not None:
                 t.retain_grad()
     buffers: dict = {}
     for (node, nr), g in zip(roots, grads):
@@ -223,6 +250,8 @@ def _capture(node, buf, capture, results, will_run: bool) -> None:
             if not will_run:
                 g = _apply_tensor_hooks(node, nr, g)
                 buf[nr] = g
+            if type(node) is graph.AccumulateGrad:  # a leaf's grad_dtype applies here too
+                g = _grad_dtype.cast_incoming(node.variable, g)
             if _LOCAL.trace is not None:
                 _LOCAL.trace.capture(node, nr, g)
             for i in idx:

@@ -8,10 +8,11 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict
+from typing import NamedTuple
 
 import numpy as np
 
-from ember.autograd import forward_ad
+from ember.autograd import _grad_dtype, forward_ad
 from ember.utils.hooks import RemovableHandle
 
 _seq = itertools.count()
@@ -228,7 +229,9 @@ class AccumulateGrad(Node):
         g = grads[0]
         if g is None:
             return ()
-        if g.dtype is not var.dtype:  # torch's validate_outputs casts to the input's dtype
+        if var._aux is not None and var._aux.grad_dtype is not _grad_dtype.SAME:
+            g = _grad_dtype.cast_incoming(var, g)
+        elif g.dtype is not var.dtype:  # torch's validate_outputs casts to the input's dtype
             g = g.to(var.dtype)
         old = var._grad
         if old is None:
@@ -291,6 +294,27 @@ def grad_accumulator(t) -> AccumulateGrad:
         node = AccumulateGrad(t)
         aux.grad_acc = weakref.ref(node)
     return node
+
+
+class GradientEdge(NamedTuple):
+    """An edge of the graph: input ``output_nr`` of ``node``, where the gradient of that output
+    of the forward op arrives. ``autograd.grad`` and ``backward`` take one wherever they take a
+    tensor, as inputs or outputs."""
+
+    node: Node
+    output_nr: int
+    # torch's token keeps a C++ graph alive; an ember edge's node holds its graph itself
+    ownership_token: Node | None = None
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The edge where ``tensor``'s gradient is computed: ``autograd.grad(loss, input)`` equals
+    ``autograd.grad(loss, get_gradient_edge(input))``."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    node = tensor.grad_fn if tensor.grad_fn is not None else grad_accumulator(tensor)
+    return GradientEdge(node, tensor.output_nr)
 
 
 class _MultiHandle:

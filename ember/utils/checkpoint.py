@@ -5,17 +5,35 @@ placeholder (``saved_tensors_hooks``); the first time backward needs one, the bl
 under the original RNG state and the recomputed tensors are handed out in save order.
 ``use_reentrant=True`` wraps the block in one ``CheckpointFunction`` node that runs the block
 without grad, and in backward re-runs it with grad and backpropagates through it.
+Selective checkpointing (``create_selective_checkpoint_contexts``) lives in
+``ember/utils/_selective_checkpoint.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Callable
 
 from ember.autograd.function import Function
 from ember.autograd.grad_mode import STATE, enable_grad, no_grad
 from ember.autograd.graph import saved_tensors_hooks
+from ember.utils._selective_checkpoint import (
+    SAC_IGNORED_OPS,
+    CheckpointPolicy,
+    SelectiveCheckpointContext,
+    _OpHook,
+    create_selective_checkpoint_contexts,
+)
+
+for _cls in (CheckpointPolicy, SelectiveCheckpointContext):
+    _cls.__module__ = __name__
+create_selective_checkpoint_contexts.__module__ = __name__
+
+# set_checkpoint_early_stop / set_checkpoint_debug_enabled: None defers to checkpoint's argument
+_EARLY_STOP: list = [None]
+_DEBUG: list = [None]
 
 
 def _tensor(x) -> bool:
@@ -44,6 +62,134 @@ class _RngState:
 
         if self.state is not None:
             set_rng_state(self.outer)
+
+
+def noop_context_fn():
+    """The default ``context_fn``: two contexts that do nothing."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def detach_variable(inputs: tuple) -> tuple:
+    """The tensors of ``inputs`` detached, each keeping its ``requires_grad``."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    return tuple(a.detach().requires_grad_(a.requires_grad) if _tensor(a) else a
+                 for a in inputs)
+
+
+def check_backward_validity(inputs) -> None:
+    """Warn when no tensor of ``inputs`` requires grad (the block would get no gradients)."""
+    if not any(a.requires_grad for a in inputs if _tensor(a)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=2)
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool):
+    """Whether non-reentrant checkpoints made inside stop recomputing once they have what
+    backward needs (overrides checkpoint's ``early_stop``). ember recomputes the whole block
+    either way; the results are the same."""
+    prev, _EARLY_STOP[0] = _EARLY_STOP[0], enable
+    try:
+        yield
+    finally:
+        _EARLY_STOP[0] = prev
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None):
+    """Override checkpoint's ``debug`` flag inside the block (None: defer to the flag)."""
+    prev, _DEBUG[0] = _DEBUG[0], enabled
+    try:
+        yield
+    finally:
+        _DEBUG[0] = prev
+
+
+class DefaultDeviceType:
+    """The device type whose RNG states checkpointing saves when no input is on an
+    accelerator: the current accelerator's, else "cpu", until ``set_device_type``."""
+
+    _default_device_type: str | None = None
+
+    @staticmethod
+    def set_device_type(device: str = "cuda") -> None:
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type() -> str:
+        if not DefaultDeviceType._default_device_type:
+            from ember.accelerator import current_accelerator
+
+            acc = current_accelerator(True)
+            DefaultDeviceType._default_device_type = acc.type if acc is not None else "cpu"
+        return DefaultDeviceType._default_device_type
+
+
+def _flat_tensors(args) -> list:
+    out = []
+    for a in args:
+        if isinstance(a, list | tuple):
+            out.extend(_flat_tensors(a))
+        elif isinstance(a, dict):
+            out.extend(_flat_tensors(list(a.values())))
+        elif _tensor(a):
+            out.append(a)
+    return out
+
+
+def get_device_states(*args) -> tuple[list[int], list]:
+    """The ids of the accelerators the tensors in ``args`` live on, and their RNG states."""
+    import importlib
+
+    tensors = [t for t in _flat_tensors(args) if t.device.type not in ("cpu", "meta")]
+    ids = [t.get_device() for t in tensors]
+    if not ids:
+        return [], []
+    module = importlib.import_module(f"ember.{tensors[0].device.type}")
+    return ids, [module.get_rng_state(i) for i in ids]
+
+
+def set_device_states(devices, states, *, device_type=None) -> None:
+    """Restore the RNG ``states`` of accelerators ``devices`` (``get_device_states``'s)."""
+    import importlib
+
+    device_type = device_type or DefaultDeviceType.get_device_type()
+    if device_type == "meta":
+        return
+    module = importlib.import_module(f"ember.{device_type}")
+    for device, state in zip(devices, states):
+        module.set_rng_state(state, device)
+
+
+class _GroupState(threading.local):
+    def __init__(self) -> None:
+        self.group = None
+
+
+_GROUP = _GroupState()
+
+
+class GraphExecGroup:
+    """The backward calls under one instance recompute each checkpointed region at most once
+    (they must use disjoint parts of the graph). ember's non-reentrant checkpoint keeps what it
+    recomputed for every later backward, so inside a group or not, a region is recomputed
+    once."""
+
+    def __enter__(self) -> GraphExecGroup:
+        if _GROUP.group is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group "
+                               f"{_GROUP.group}")
+        _GROUP.group = self
+        return self
+
+    def __exit__(self, *args) -> None:
+        _GROUP.group = None
+
+    @classmethod
+    def _get_current_group(cls) -> GraphExecGroup | None:
+        return _GROUP.group
 
 
 class CheckpointFunction(Function):
@@ -95,22 +241,26 @@ class _Recompute:
         self.recompute_ctx, self.check = recompute_ctx, check
         self.metas: list = []  # one per tensor saved in forward, to check the recomputation
         self.recomputed = None
+        self.keep_graph = False
+        self.pending = None  # selective checkpointing's list of what the running op saves
 
     def pack(self, t) -> int:
         self.metas.append(_meta(t))
+        if self.pending is not None:
+            self.pending.append(t)
         return len(self.metas) - 1
+
+    def record(self, t) -> int:
+        """Hand out ``t`` as the next tensor saved in the recomputation."""
+        self.recomputed.append(t if self.keep_graph else t.detach())
+        return len(self.recomputed) - 1
 
     def unpack(self, k: int):
         if self.recomputed is None:
             self.recomputed = []
-            keep_graph = STATE.enabled  # create_graph: keep the recomputed tensors' history
-
-            def record(t):
-                self.recomputed.append(t if keep_graph else t.detach())
-                return len(self.recomputed) - 1
-
+            self.keep_graph = STATE.enabled  # create_graph: keep the recomputed history
             with self.rng, enable_grad(), self.recompute_ctx, saved_tensors_hooks(
-                    record, self.recomputed.__getitem__):
+                    self.record, self.recomputed.__getitem__):
                 self.fn(*self.args, **self.kwargs)
             if self.check:
                 self._check()
@@ -133,7 +283,8 @@ class _Recompute:
 
 
 def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
-               preserve_rng_state: bool = True, context_fn=None, determinism_check="default",
+               preserve_rng_state: bool = True, context_fn=noop_context_fn,
+               determinism_check="default",
                debug: bool = False, early_stop: bool = True, **kwargs):
     """Run ``function(*args)`` without keeping its intermediates; recompute them in backward.
 
@@ -148,7 +299,7 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
             "details on the differences between the two variants.", UserWarning, stacklevel=2)
         use_reentrant = True
     if use_reentrant:
-        if context_fn is not None or debug:
+        if context_fn is not noop_context_fn or debug:
             raise ValueError("Passing `context_fn` or `debug` is only supported when "
                              "use_reentrant=False.")
         if kwargs:
@@ -159,13 +310,15 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
             with no_grad():
                 return function(*args)
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
-    fwd_ctx, recompute_ctx = context_fn() if context_fn is not None else (
-        contextlib.nullcontext(), contextlib.nullcontext())
+    fwd_ctx, recompute_ctx = context_fn()
     if determinism_check not in ("default", "none"):
         raise ValueError("determinism_check should be one of ['default', 'none'], but got "
                          f"{determinism_check}")
     frame = _Recompute(function, args, kwargs, preserve_rng_state, recompute_ctx,
                        determinism_check == "default")
+    for ctx in (fwd_ctx, recompute_ctx):
+        if isinstance(ctx, _OpHook):  # selective checkpointing's contexts
+            ctx.frame = frame
     with fwd_ctx, saved_tensors_hooks(frame.pack, frame.unpack):
         return function(*args, **kwargs)
 
@@ -203,4 +356,9 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
     return run(end + 1, len(functions) - 1)(input)
 
 
-__all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "CheckpointFunction", "CheckpointPolicy", "DefaultDeviceType",
+           "GraphExecGroup", "SAC_IGNORED_OPS",
+           "SelectiveCheckpointContext", "check_backward_validity", "checkpoint",
+           "checkpoint_sequential", "create_selective_checkpoint_contexts", "detach_variable",
+           "get_device_states", "noop_context_fn", "set_checkpoint_debug_enabled",
+           "set_checkpoint_early_stop", "set_device_states"]

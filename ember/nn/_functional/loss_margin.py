@@ -162,8 +162,33 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                                  margin=margin, reduction=reduction)
 
 
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
+    """Multi-class multi-label hinge: ``sum_{j in y} sum_{i not in y} max(0, 1 - (x[j] - x[i]))
+    / C`` per sample, the target classes ``y`` listed up to the first -1."""
+    from ember import _dtype
+    from ember.nn._functional.loss import _cname
+    from ember.ops.loss_multilabel import MultilabelMarginLoss
+
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if input.ndim > 2 or input.ndim == 2 and input.shape[1] == 0 or \
+            input.ndim == 1 and input.shape[0] == 0:
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    if target.shape != input.shape:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    if target.dtype != _dtype.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_cname(target.dtype)}")
+    t = target._data
+    if t.size and (t.min() < -1 or t.max() >= (input.shape[-1] if input.ndim else 1)):
+        raise RuntimeError("argument #2 'target' is out of range")
+    return MultilabelMarginLoss.apply(input, target=t, reduction=reduction)
+
+
 __all__ = [
-    "triplet_margin_with_distance_loss", "multi_margin_loss",
+    "multilabel_margin_loss", "triplet_margin_with_distance_loss", "multi_margin_loss",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
     "multilabel_soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "triplet_margin_loss",

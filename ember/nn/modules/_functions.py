@@ -1,4 +1,4 @@
-"""Autograd Functions behind modules (torch.nn.modules._functions): SyncBatchNorm's.
+"""Autograd Functions behind modules (torch.nn.modules._functions): SyncBatchNorm, CrossMapLRN2d.
 
 SyncBatchNorm normalises with the statistics of the whole group's batch. Forward: each rank's
 per-channel count, mean and sum of squared deviations are all-gathered and combined (Chan's
@@ -76,3 +76,52 @@ class SyncBatchNorm(Function):
             grad_input = (grad - g_dy / ctx.total
                           - xmu * invstd * invstd * g_dy_xmu / ctx.total) * scale
         return grad_input, grad_weight, grad_bias, None, None, None, None, None, None
+
+
+def _window_sums(a: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``a[:, lo[c]:hi[c]].sum(1)`` for every channel c at once (prefix sums on dim 1)."""
+    prefix = np.concatenate([np.zeros_like(a[:, :1]), np.cumsum(a, axis=1)], axis=1)
+    return prefix[:, hi] - prefix[:, lo]
+
+
+class CrossMapLRN2d(Function):
+    """torch's legacy (Lua Torch) cross-channel LRN, ``x * (k + alpha / size * s)^-beta``.
+
+    It keeps torch's arithmetic, quirks included: the running window sum ``s`` never drops
+    channel 0 (its loop subtracts ``x[c - pre_pad]`` only for ``c > pre_pad``), and backward is
+    the legacy formula, whose window is shifted against forward's, not forward's derivative.
+    """
+
+    @staticmethod
+    def forward(ctx, input, size, alpha=1e-4, beta=0.75, k=1):
+        if input.ndim != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D "
+                             f"instead.")
+        ctx.size, ctx.alpha, ctx.beta, ctx.k = size, alpha, beta, k
+        x = input._data
+        channels = x.shape[1]
+        pre_pad = int((size - 1) / 2 + 1)
+        c = np.arange(channels)
+        lo = np.maximum(c - pre_pad + 1, 1)
+        hi = np.minimum(c + pre_pad, channels)
+        sq = x * x
+        summed = _window_sums(sq, lo, hi) + sq[:, :1]
+        scale = (summed * (alpha / size) + k).astype(x.dtype, copy=False)
+        ctx.scale = scale
+        output = Tensor._make((scale ** -beta * x).astype(x.dtype, copy=False))
+        ctx.save_for_backward(input, output)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, output = ctx.saved_tensors
+        x, y, g, scale = input._data, output._data, grad_output._data, ctx.scale
+        size, channels = ctx.size, x.shape[1]
+        shift = int(size - (size - 1) / 2)
+        c = np.arange(channels)
+        lo = np.clip(c - shift, 0, channels)
+        hi = np.clip(c + size - shift, 0, channels)
+        accum = _window_sums(g * y / scale, lo, hi)
+        coef = 2 * ctx.alpha * ctx.beta / size
+        grad = scale ** -ctx.beta * g - coef * x * accum
+        return Tensor._make(grad.astype(x.dtype, copy=False)), None, None, None, None

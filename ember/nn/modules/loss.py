@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ember._tensor import Tensor
 from ember.nn._functional import loss as F
 from ember.nn._functional import loss_margin as FM
@@ -166,6 +168,54 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
                                               reduction=self.reduction)
 
 
+class MultiLabelMarginLoss(_Loss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return FM.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of ``input`` mapped to logits by an inner ``Linear`` (flat weight of
+    ``num_classes * prod(out_features)`` rows, reshaped in forward)."""
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: tuple = (),
+                 bias: bool = False, device=None, dtype=None, reduction: str = "mean",
+                 weight: Tensor | None = None, ignore_index: int | None = None,
+                 label_smoothing: float = 0.0, options=None) -> None:
+        from ember.nn.modules.linear import Linear
+
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight=weight, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(out_features, start=num_classes),
+                             bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        from ember.nn._functional.linear_cross_entropy import linear_cross_entropy
+
+        shape = (self.num_classes, *self.out_features)
+        bias = self.linear.bias
+        return linear_cross_entropy(
+            input, self.linear.weight.reshape((*shape, self.linear.in_features)), target,
+            linear_bias=None if bias is None else bias.reshape(shape), weight=self.weight,
+            reduction=self.reduction, ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
+
+
 class PoissonNLLLoss(_Loss):
     def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
                  eps: float = 1e-8, reduce=None, reduction: str = "mean") -> None:
@@ -252,7 +302,7 @@ __all__ = [
     "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
     "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
     "GaussianNLLLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
-    "NLLLoss2d",
+    "NLLLoss2d", "MultiLabelMarginLoss", "LinearCrossEntropyLoss",
 ]
 
 

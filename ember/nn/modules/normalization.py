@@ -1,4 +1,4 @@
-"""LayerNorm, GroupNorm, RMSNorm and LocalResponseNorm."""
+"""LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm and CrossMapLRN2d."""
 
 from __future__ import annotations
 
@@ -124,4 +124,20 @@ class LocalResponseNorm(Module):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
-__all__ = ["GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm"]
+class CrossMapLRN2d(Module):
+    """torch's legacy cross-channel LRN of 4-d input (``torch.nn.modules._functions``)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        from ember.nn.modules._functions import CrossMapLRN2d as _cross_map_lrn2d
+
+        return _cross_map_lrn2d.apply(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+__all__ = ["CrossMapLRN2d", "GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm"]
