@@ -181,8 +181,8 @@ def _amean(a: np.ndarray, dims: tuple) -> np.ndarray:
 def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor | None, mean, invstd,
                               need) -> tuple:
     """First-order batch-norm backward with per-channel coefficients (fewer passes):
-    ``gx = a * g + (k * (x - mean) + c)``. Only used without create_graph (statistics are
-    constants), so it runs on arrays, reusing one full-size buffer (the centred input)."""
+    ``gx = a * (g + k * (x - mean) + c)``. Only used without create_graph (statistics are
+    constants), so it runs on arrays, in one full-size buffer (the centred input)."""
     ashape = ctx.geom[2]
     gd, xd = g._data, x._data
     m = max(xd.size // invstd.size, 1)
@@ -191,13 +191,11 @@ def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor | None, mean,
     sum_gxhat = _channel_sum(buf, gd).reshape(ashape) * invstd
     gx = None
     if need[0]:
-        a = w._data.reshape(ashape) * invstd if w is not None else invstd
-        k = a * invstd * sum_gxhat * (-1.0 / m)
-        buf *= k
-        buf += a * sum_g * (-1.0 / m)
-        out = gd * a
-        out += buf
-        gx = Tensor._make(out)
+        buf *= invstd * sum_gxhat * (-1.0 / m)
+        buf += sum_g * (-1.0 / m)
+        buf += gd
+        buf *= w._data.reshape(ashape) * invstd if w is not None else invstd
+        gx = Tensor._make(buf)
     gw = Tensor._make(sum_gxhat.reshape(ctx.pshape)) if need[1] else None
     gb = Tensor._make(sum_g.reshape(ctx.pshape)) if need[2] else None
     return gx, gw, gb
