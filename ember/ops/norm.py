@@ -40,7 +40,7 @@ def _per_channel(geom: tuple, x: np.ndarray) -> bool:
     return geom[0] is None and geom[1] == geom[3] == (0, *range(2, x.ndim)) and x.size > 0
 
 
-def _channel_sum(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+def channel_sum(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     """Per-channel sums of ``a`` (or of ``a * b``) over every dim but dim 1, shape (C,).
     Matrix products against ones (or row-by-row dot products) read the data once, ~3x
     faster than NumPy's reduction over the non-adjacent dims (0, 2, ...)."""
@@ -55,9 +55,9 @@ def _channel_stats(x: np.ndarray, ashape: tuple, eps: float):
     """``_stats`` of batch norm: mean, then the variance of the centred values (two passes
     over the data, as torch's), each shaped ``ashape``."""
     count = x.size // x.shape[1]
-    mean = (_channel_sum(x) / count).reshape(ashape)
+    mean = (channel_sum(x) / count).reshape(ashape)
     xc = x - mean
-    var = (_channel_sum(xc, xc) / count).reshape(ashape)
+    var = (channel_sum(xc, xc) / count).reshape(ashape)
     invstd = 1.0 / np.sqrt(var + scalar(eps, x.dtype))
     return xc, mean, var, invstd
 
@@ -186,9 +186,9 @@ def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor | None, mean,
     ashape = ctx.geom[2]
     gd, xd = g._data, x._data
     m = max(xd.size // invstd.size, 1)
-    sum_g = _channel_sum(gd).reshape(ashape)
+    sum_g = channel_sum(gd).reshape(ashape)
     buf = xd - mean
-    sum_gxhat = _channel_sum(buf, gd).reshape(ashape) * invstd
+    sum_gxhat = channel_sum(buf, gd).reshape(ashape) * invstd
     gx = None
     if need[0]:
         buf *= invstd * sum_gxhat * (-1.0 / m)

@@ -159,7 +159,9 @@ def _ravel_window(arg, shape, ksize, stride, pad, dil, osize) -> np.ndarray:
                      for pos in np.ndindex(*ksize)], dtype=np.int64)
     corner = sum(_axis((np.arange(o) * s - p) * ps, d, nd)
                  for d, (o, s, p, ps) in enumerate(zip(osize, stride, pad, plane)))
-    return on_device_of(arg, taps)[arg] + on_device_of(arg, corner)
+    idx = on_device_of(arg, taps)[arg]
+    idx += on_device_of(arg, corner)  # in place: one int64 array fewer
+    return idx
 
 
 def _planes(a: np.ndarray) -> np.ndarray:
