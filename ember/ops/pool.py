@@ -16,7 +16,7 @@ import numpy as np
 
 from ember._backend import add_at, on_device_of, xp_of
 from ember.autograd.function import Op
-from ember.compiler.traced import capturing
+from ember.compiler.traced import capturing, record_function
 from ember.ops._common import UINT_OF_SIZE, keep_where, variant
 from ember.ops._complex_grad import holomorphic
 from ember.ops._promote import scalar
@@ -114,6 +114,9 @@ def _select(views: list, arg: np.ndarray) -> np.ndarray:
 
 
 def _max_pool(x, ksize, stride, pad, dil, osize):
+    """Values and torch's indices of max pooling. It looks at the data to skip work that only
+    NaNs, -0.0 or windows of padding need, so ember.compile records it as one call that each
+    replay runs on its own data."""
     fill = -np.inf if x.dtype.kind in "fV" else np.iinfo(x.dtype).min  # "V": bfloat16
     xp = _padded(x, pad, osize, ksize, stride, dil, fill)
     views = [xp[_tap(pos, osize, stride, dil)] for pos in np.ndindex(*ksize)]
@@ -124,9 +127,9 @@ def _max_pool(x, ksize, stride, pad, dil, osize):
     for v in views[2:]:
         np.maximum(best, v, out=best)
     floating = best.dtype.kind in "fV"
-    nan = floating and (capturing() or bool(np.isnan(best).any()))
+    nan = floating and bool(np.isnan(best).any())
     arg = _first_argmax(views, best, np.int8 if len(views) < 128 else np.int64, nan)
-    if xp is not x and (capturing() or (best == fill).any()):
+    if xp is not x and (best == fill).any():
         # A window whose input values all equal the padding's fill: torch's index is its first
         # tap inside the input, never the padding.
         taps = list(np.ndindex(*ksize))
@@ -204,7 +207,8 @@ class MaxPool(Op):
 
     @staticmethod
     def forward(ctx, x, ksize=(), stride=(), pad=(), dil=(), osize=()):
-        out, idx = _max_pool(x, ksize, stride, pad, dil, osize)
+        geom = (ksize, stride, pad, dil, osize)
+        out, idx = record_function(_max_pool, x, *geom) if capturing() else _max_pool(x, *geom)
         ctx.shape = x.shape
         ctx.unique = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dil, ksize))
         return out, idx
