@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember import _dtype
+from ember import _dtype, _malloc  # noqa: F401 - tunes malloc once, at import
 from ember._backend import device, get_default_device, set_default_device
 from ember._dtype import (
     dtype, finfo, iinfo, bfloat16, float16, float32, float64, int8, int16, int32, int64, uint8,

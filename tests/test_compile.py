@@ -97,6 +97,29 @@ FAMILIES = {
 }
 
 
+def test_max_pool_replays_its_data_dependent_kernel():
+    """Max pooling looks at its data (NaN, -0.0, windows of padding only) to skip work, so a
+    program records it as one call: each replay gives eager's bits and indices on new data,
+    with and without the special values, and its gradient."""
+    cfn = ember.compile(lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True))
+    rng = np.random.default_rng(0)
+    values = np.array([0.0, -0.0, 1.0, -np.inf, np.nan, 2.0], dtype=np.float32)
+    for p_nan, p_neg0 in ((0.0, 0.0), (0.0, 0.0), (0.1, 0.2), (0.0, 0.3), (0.0, 0.0)):
+        p = np.array([0.4 - p_neg0, p_neg0, 0.3, 0.2, p_nan, 0.1 - p_nan])
+        x = rng.choice(values, (2, 3, 9, 10), p=p).astype(np.float32)
+        x += (p_nan == p_neg0 == 0) * rng.standard_normal(x.shape).astype(np.float32)
+        xe, xc = ember.tensor(x, requires_grad=True), ember.tensor(x, requires_grad=True)
+        (ev, ei), (cv, ci) = F.max_pool2d(xe, 3, 2, 1, return_indices=True), cfn(xc)
+        np.testing.assert_array_equal(cv.detach().numpy().view(np.uint32),
+                                      ev.detach().numpy().view(np.uint32))
+        np.testing.assert_array_equal(ci.numpy(), ei.numpy())
+        u = ember.tensor(rng.standard_normal(tuple(ev.shape)).astype(np.float32))
+        ev.backward(u)
+        cv.backward(u)
+        np.testing.assert_array_equal(xc.grad.numpy(), xe.grad.numpy())
+    assert len(compiled_function_of(cfn).programs()) == 1
+
+
 def _inplace(x):
     y = x * 1
     y.add_(1)

@@ -80,12 +80,14 @@ def blockwise(kernel, x: np.ndarray, dtype=None) -> np.ndarray:
 UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # same-size integers
 
 
-def keep_where(mask: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """``a`` where ``mask``, else +0, bit for bit (NaN and inf dropped, -0.0 kept): an AND with
-    an all-ones-or-zeros mask runs at the speed of a multiply, where ``np.where`` is ~10x
-    slower on a random mask and ``a * mask`` would turn a dropped NaN into NaN."""
+def keep_where(mask: np.ndarray, a: np.ndarray, invert: bool = False) -> np.ndarray:
+    """``a`` where ``mask`` (where not ``mask`` if ``invert``), else +0, bit for bit (NaN and
+    inf dropped, -0.0 kept): an AND with an all-ones-or-zeros mask runs at the speed of a
+    multiply, where ``np.where`` is ~10x slower on a random mask and ``a * mask`` would turn a
+    dropped NaN into NaN."""
     bits = UINT_OF_SIZE[a.dtype.itemsize]
-    out = np.subtract(0, mask, dtype=bits)
+    # 0 - True and False - 1 are all ones: the inverted mask costs no extra pass.
+    out = np.subtract(mask, 1, dtype=bits) if invert else np.subtract(0, mask, dtype=bits)
     if not out.ndim:  # NumPy gives a 0-d input a scalar back; out= below needs an array
         out = np.asarray(out)
     np.bitwise_and(out, a.view(bits), out=out)

@@ -35,6 +35,33 @@ def _stats(xg: np.ndarray, sdims: tuple, eps: float):
     return xc, mean, var, invstd
 
 
+def _per_channel(geom: tuple, x: np.ndarray) -> bool:
+    """Batch norm's statistics: over every dim but the channels (dim 1), of a non-empty x."""
+    return geom[0] is None and geom[1] == geom[3] == (0, *range(2, x.ndim)) and x.size > 0
+
+
+def channel_sum(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """Per-channel sums of ``a`` (or of ``a * b``) over every dim but dim 1, shape (C,).
+    Matrix products against ones (or row-by-row dot products) read the data once, ~3x
+    faster than NumPy's reduction over the non-adjacent dims (0, 2, ...)."""
+    a3 = a.reshape(a.shape[0], a.shape[1], -1)
+    if b is None:
+        return np.matmul(a3, xp_of(a).ones(a3.shape[2], dtype=a.dtype)).sum(0)
+    b3 = b.reshape(a3.shape)
+    return np.matmul(a3[:, :, None, :], b3[:, :, :, None]).sum(0).reshape(-1)
+
+
+def _channel_stats(x: np.ndarray, ashape: tuple, eps: float):
+    """``_stats`` of batch norm: mean, then the variance of the centred values (two passes
+    over the data, as torch's), each shaped ``ashape``."""
+    count = x.size // x.shape[1]
+    mean = (channel_sum(x) / count).reshape(ashape)
+    xc = x - mean
+    var = (channel_sum(xc, xc) / count).reshape(ashape)
+    invstd = 1.0 / np.sqrt(var + scalar(eps, x.dtype))
+    return xc, mean, var, invstd
+
+
 def _psum(t: Tensor, dims: tuple) -> Tensor:
     return t.sum(dims) if dims else t
 
@@ -53,7 +80,9 @@ class _Norm(Op):
     def forward(ctx, x, w, b, geom=None, eps=1e-5, stats=None, running=None):
         gshape, sdims, ashape, _ = geom
         xg = x.reshape(gshape) if gshape else x
-        if stats is None:
+        if stats is None and _per_channel(geom, x):
+            y, mean, var, invstd = _channel_stats(x, ashape, eps)
+        elif stats is None:
             y, mean, var, invstd = _stats(xg, sdims, eps)  # y holds x - mean, in place below
         else:  # batch norm in eval mode: the running statistics are constants
             mean, var = stats
@@ -152,25 +181,21 @@ def _amean(a: np.ndarray, dims: tuple) -> np.ndarray:
 def _batch_norm_backward_fast(ctx, g: Tensor, x: Tensor, w: Tensor | None, mean, invstd,
                               need) -> tuple:
     """First-order batch-norm backward with per-channel coefficients (fewer passes):
-    ``gx = a * g + (k * x + c)``. Only used without create_graph (statistics are constants),
-    so it runs on arrays, reusing one full-size buffer."""
-    _, dims, ashape, _ = ctx.geom
+    ``gx = a * (g + k * (x - mean) + c)``. Only used without create_graph (statistics are
+    constants), so it runs on arrays, in one full-size buffer (the centred input)."""
+    ashape = ctx.geom[2]
     gd, xd = g._data, x._data
     m = max(xd.size // invstd.size, 1)
-    sum_g = gd.sum(dims, keepdims=True)
+    sum_g = channel_sum(gd).reshape(ashape)
     buf = xd - mean
-    buf *= gd
-    sum_gxhat = buf.sum(dims, keepdims=True) * invstd
+    sum_gxhat = channel_sum(buf, gd).reshape(ashape) * invstd
     gx = None
     if need[0]:
-        a = w._data.reshape(ashape) * invstd if w is not None else invstd
-        k = a * invstd * sum_gxhat * (-1.0 / m)
-        c = a * sum_g * (-1.0 / m) - k * mean
-        np.multiply(xd, k, out=buf)
-        buf += c
-        out = gd * a
-        out += buf
-        gx = Tensor._make(out)
+        buf *= invstd * sum_gxhat * (-1.0 / m)
+        buf += sum_g * (-1.0 / m)
+        buf += gd
+        buf *= w._data.reshape(ashape) * invstd if w is not None else invstd
+        gx = Tensor._make(buf)
     gw = Tensor._make(sum_gxhat.reshape(ctx.pshape)) if need[1] else None
     gb = Tensor._make(sum_g.reshape(ctx.pshape)) if need[2] else None
     return gx, gw, gb

@@ -417,7 +417,8 @@ class ThresholdBackward(Op):
     @staticmethod
     def forward(ctx, g, x, threshold=0.0):
         ctx.threshold = threshold
-        return keep_where(~(x <= threshold), g)  # a NaN input keeps its gradient, as in torch
+        # A NaN input keeps its gradient, as in torch.
+        return keep_where(x <= threshold, g, invert=True)
 
     @staticmethod
     def backward(ctx, gg):

@@ -132,6 +132,41 @@ def test_conv_speed_shape_sanity():
     assert np.isfinite(out.numpy()).all()
 
 
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((3, 5, 10, 9), (4, 5, 3, 3), {"padding": 1}),  # per-image weight GEMMs (>= 64 pixels)
+    ((3, 2, 12, 12), (4, 2, 5, 5), {"padding": 2}),  # few rows: g @ cols.T per image
+    ((2, 4, 9, 10), (6, 2, 3, 2), {"groups": 2, "stride": 2}),  # one long GEMM
+])
+def test_conv_weight_grad_kept_columns_and_retain_graph(xs, ws, kw):
+    """The forward keeps its columns for the weight's gradient and frees them in backward: a
+    second backward (retain_graph) computes them again; both match torch, as does the weight
+    gradient of a transposed convolution (columns never kept)."""
+    import torch
+
+    x, w, u = arr(*xs), arr(*ws), None
+    grads = {}
+    for m in (torch, ember):
+        xt, wt = m.tensor(x, requires_grad=True), m.tensor(w, requires_grad=True)
+        out = m.nn.functional.conv2d(xt, wt, **kw)
+        if u is None:
+            u = np.random.default_rng(1).standard_normal(tuple(out.shape)).astype(np.float32)
+        out.backward(m.tensor(u), retain_graph=True)
+        first = wt.grad.numpy().copy()
+        out.backward(m.tensor(u))
+        xt2 = m.tensor(x, requires_grad=True)
+        wt2 = m.tensor(w.transpose(1, 0, 2, 3).copy() if not kw.get("groups") else w,
+                       requires_grad=True)
+        if not kw.get("groups"):
+            m.nn.functional.conv_transpose2d(xt2[:, :ws[1]], wt2[:, :, :2], **kw).sum().backward()
+        grads[m.__name__] = first, wt.grad.numpy(), xt.grad.numpy(), (
+            None if wt2.grad is None else wt2.grad.numpy())
+    for e, t in zip(grads["ember"], grads["torch"]):
+        if t is None:
+            assert e is None
+        else:
+            np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-4)
+
+
 # --- layers ----------------------------------------------------------------------------------
 
 CONV_LAYERS = [

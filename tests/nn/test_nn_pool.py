@@ -37,14 +37,16 @@ def test_max_pool_ties_and_nan():
                                 {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
                                 {"kernel_size": (2, 3), "stride": 1, "padding": 1,
                                  "dilation": 2}], ids=str)
-def test_max_pool_special_values_like_torch(kw, dtype):
+@pytest.mark.parametrize("nan", [0.05, 0.0], ids=["nan", "no-nan"])
+def test_max_pool_special_values_like_torch(kw, dtype, nan):
     """Windows of NaNs (the last one wins), of -inf only (the first tap inside the input, not
-    the padding), of +0 and -0 ties (the first one's sign): indices and bits as torch."""
+    the padding), of +0 and -0 ties (the first one's sign): indices and bits as torch. Without
+    NaNs too: the -0.0 ties alone must still select the winning tap's bits."""
     import torch
 
     rng = np.random.default_rng(0)
     x = rng.choice(np.array([0.0, -0.0, 1.0, -np.inf, np.nan, 2.0]), (2, 3, 9, 10),
-                   p=[0.3, 0.3, 0.1, 0.2, 0.05, 0.05]).astype(dtype)
+                   p=[0.3, 0.3, 0.1, 0.2, nan, 0.1 - nan]).astype(dtype)
     out = {}
     for L in (torch, ember):
         v, i = L.nn.functional.max_pool2d(L.tensor(x), return_indices=True, **kw)
