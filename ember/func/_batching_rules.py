@@ -5,7 +5,8 @@ A rule gets the op class, the physical inputs ``vals`` (batched ones have the ba
 batch size, and returns the physical result with the batch at dim 0. It computes with ordinary
 ember ops, so autograd records the physical computation. Most rules are declared generically
 by op family (elementwise, broadcasting, ``dim``-shifting, views); matmul, addmm, nll_loss, the
-pointwise losses and convolution have their own. An op with no rule runs once per sample
+pointwise losses and convolution have their own; ``_batching_rules_nn`` adds normalization,
+pooling, padding, indexing and einsum. An op with no rule runs once per sample
 (``_loop``), so vmap works for every op and batching only ever makes it faster.
 """
 
@@ -35,10 +36,15 @@ from ember.ops import (
 )
 
 RULES: dict = {}  # op class -> rule(cls, vals, bd, kw, kwb, size)
+FAMILY: dict = {}  # base op class -> the rule of every subclass (ember's per-node variants)
 
 
 def apply_rule(cls, vals: list, bd: list, kw: dict, kwb: dict, size: int):
     rule = RULES.get(cls)
+    if rule is None:
+        rule = next((FAMILY[b] for b in cls.__mro__ if b in FAMILY), None)
+        if rule is not None:
+            RULES[cls] = rule
     if rule is None:
         if "Inplace" in cls.__name__ or cls.__module__.endswith((".inplace", "_setitem")):
             raise Unbatchable(f"in-place {cls.__name__} on a BatchedTensor")
@@ -325,3 +331,4 @@ def _declare() -> None:
 
 
 _declare()
+from ember.func import _batching_rules_nn  # noqa: E402, F401 - the nn ops' rules register
