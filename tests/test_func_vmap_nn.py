@@ -75,6 +75,11 @@ OPS = {
     "reductions": (lambda m, a: (a.var(-1), a.std(), a.logsumexp(0), a.norm(), a.amax(1),
                                  a.max(), a.min(), m.linalg.vector_norm(a, 1, dim=-1)),
                    0, (X,)),
+    "conv2d_batched_weight": (lambda m, x, w, b: F(m).conv2d(x, w, b, padding=1, groups=3),
+                              (None, 0, 0), (IMG[0], arr((4, 6, 1, 3, 3), seed=55),
+                                             arr((4, 6), seed=56))),
+    "conv1d_both_batched": (lambda m, x, w: F(m).conv1d(x, w, stride=2), (0, 0),
+                            (SEQ, arr((4, 3, 4, 2), seed=57))),
     "shape_copies": (lambda m, a: (a.flip(0), a.roll(1, -1), a.diagonal(), a.tril(1),
                                    a.triu(), a.repeat(2, 1, 1), a.unfold(1, 2, 2),
                                    a.t().contiguous()), 0, (X,)),
@@ -123,6 +128,9 @@ GRADS = {
         :, :2, None], X, TABLE),
     "gather_masked_fill": (lambda m, a: a.gather(1, m.tensor([[0, 4], [2, 2], [1, 3]]))
                            .masked_fill(a[:, :2] > 0, 0.5), X),
+    "conv_ensemble": (lambda m, w, x: F(m).conv2d(x, w, padding=1).tanh(), arr((4, 3, 2, 3, 3),
+                                                                               seed=62),
+                      IMG[0, :, :2]),
     "einsum_reductions": (lambda m, a, b: m.einsum("ij,jk->ik", a, b).logsumexp(-1)
                           + a.var(-1) + a.norm(dim=-1), X, arr((5, 2), seed=61)),
 }

@@ -267,11 +267,36 @@ def pointwise_loss(cls, vals, bd, kw, kwb, size):
 
 def convolution(cls, vals, bd, kw, kwb, size):
     """A batch of (N, C, ...) inputs against unbatched weights: fold the batch into N."""
-    if not (bd[0] and not any(bd[1:])) or vals[0].ndim < 4:
+    if any(bd[1:]):
+        return _batched_weight_conv(cls, vals, bd, kw, kwb, size)
+    if vals[0].ndim < 4:
         return _loop(cls, vals, bd, kw, kwb, size)
     x = vals[0]
     out = cls.apply(x.reshape(size * x.shape[1], *x.shape[2:]), *vals[1:], **kw)
     return out.view(size, x.shape[1], *out.shape[1:])
+
+
+def _batched_weight_conv(cls, vals, bd, kw, kwb, size):
+    """Per-sample weights (an ensemble): the batch folds into the channels, one group of
+    groups per sample, so the whole batch is one convolution."""
+    x, w = vals[0], vals[1]
+    nd_w = w.ndim - bd[1]
+    if x.ndim - bd[0] != nd_w or not bd[1]:
+        return _loop(cls, vals, bd, kw, kwb, size)
+    if bd[0]:  # (B, N, C, *S) -> (N, B * C, *S)
+        n = x.shape[1]
+        x = x.movedim(0, 1).reshape(n, size * x.shape[2], *x.shape[3:])
+    else:
+        n = x.shape[0]
+        x = x.unsqueeze(1).expand(n, size, *x.shape[1:]).reshape(n, size * x.shape[1],
+                                                                  *x.shape[2:])
+    o = w.shape[1]
+    args = [x, w.reshape(size * o, *w.shape[2:])]
+    if len(vals) > 2 and vals[2] is not None:
+        b = vals[2] if bd[2] else vals[2].unsqueeze(0).expand(size, o)
+        args.append(b.reshape(size * o))
+    out = cls.apply(*args, **dict(kw, groups=kw["groups"] * size))
+    return out.view(n, size, o, *out.shape[2:]).movedim(1, 0)
 
 
 def _declare() -> None:
