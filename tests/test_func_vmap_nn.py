@@ -80,6 +80,10 @@ OPS = {
                                              arr((4, 6), seed=56))),
     "conv1d_both_batched": (lambda m, x, w: F(m).conv1d(x, w, stride=2), (0, 0),
                             (SEQ, arr((4, 3, 4, 2), seed=57))),
+    "bce": (lambda m, x, t: (F(m).binary_cross_entropy_with_logits(x, t, pos_weight=m.ones(5) * 2),
+                             F(m).binary_cross_entropy(x.sigmoid(), t, m.tensor(W5).abs(),
+                                                       reduction="sum")),
+            (0, 0), (X, MASK.astype(np.float32))),
     "shape_copies": (lambda m, a: (a.flip(0), a.roll(1, -1), a.diagonal(), a.tril(1),
                                    a.triu(), a.repeat(2, 1, 1), a.unfold(1, 2, 2),
                                    a.t().contiguous()), 0, (X,)),
@@ -159,3 +163,44 @@ def test_ufunc_on_batched_arrays_aligns_unbatched_operands_of_higher_rank():
 
 def test_nested_vmap_of_a_comparison_falls_back_and_matches_torch():
     vmapped(lambda m, a: m.func.vmap(lambda r: m.where(r > 0, r, -r))(a), 0, X, once=False)
+
+
+@pytest.mark.parametrize("randomness", ["same", "different"])
+@pytest.mark.parametrize("kind", ["dropout", "dropout1d"])
+def test_dropout_under_randomness_modes_is_batched_and_equals_the_loop(randomness, kind):
+    x = ember.tensor(np.abs(SEQ) + 0.1)  # no zeros: a zero in the output is a dropped unit
+    drop = getattr(ember.nn.functional, kind)
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return drop(a, 0.4)
+    ember.manual_seed(3)
+    got = ember.func.vmap(f, randomness=randomness)(x)
+    assert len(calls) == 1
+    ember.manual_seed(3)
+    state = ember.random.get_rng_state()
+    loop = []
+    for i in range(4):  # vmap's semantics: "same" replays the draws, "different" goes on
+        if randomness == "same":
+            ember.random.set_rng_state(state)
+        loop.append(f(x[i]))
+    np.testing.assert_array_equal(got.numpy(), ember.stack(loop).numpy())
+    dropped = got.numpy() == 0
+    for i in range(1, 4):
+        assert np.array_equal(dropped[i], dropped[0]) == (randomness == "same")
+    # torch's masks obey the same rule (its numbers differ: it draws the batch at once)
+    t = torch.func.vmap(lambda a: getattr(torch.nn.functional, kind)(a, 0.4),
+                        randomness=randomness)(torch.tensor(np.abs(SEQ) + 0.1)).numpy() == 0
+    assert all(np.array_equal(t[i], t[0]) == (randomness == "same") for i in range(1, 4))
+
+
+def test_other_random_ops_under_different_still_run_per_sample():
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return a + ember.randn(5)
+    out = ember.func.vmap(f, randomness="different")(ember.tensor(X))
+    assert len(calls) == 5  # the batched try refused the draw; then one call per sample
+    assert not np.allclose(out[0].numpy() - X[0], out[1].numpy() - X[1])

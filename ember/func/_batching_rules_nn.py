@@ -1,6 +1,6 @@
 """Batching rules for the neural-network ops: normalization, pooling, padding, resampling,
-indexing (gather / scatter / index_select / masked_fill / embedding), einsum and the
-reductions with ``dims`` that ``_batching_rules`` does not declare.
+indexing (gather / scatter / index_select / masked_fill / embedding), einsum, binary cross
+entropy and the reductions with ``dims`` that ``_batching_rules`` does not declare.
 
 Same contract as ``_batching_rules``: physical inputs with the batch at dim 0, a physical
 result with the batch at dim 0, computed with ember ops (so autograd records it). The
@@ -12,11 +12,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.func._batching_rules import FAMILY, RULES, _dim, _loop, dim_shift, dims_shift
+from ember.func._batching_rules import (
+    FAMILY,
+    RULES,
+    _dim,
+    _loop,
+    dim_shift,
+    dims_shift,
+    pointwise_loss,
+)
 from ember.ops import (
     einsum,
     indexing_masked,
     indexing_ops,
+    loss,
     norm,
     pool,
     reduction,
@@ -163,6 +172,8 @@ def _declare() -> None:
     RULES[shape_copy.Repeat] = repeat
     RULES[indexing_masked.MaskedFill] = masked_fill
     RULES[indexing_ops.Gather] = RULES[indexing_ops.ScatterAdd] = gather
+    for c in (loss.BinaryCrossEntropy, loss.BinaryCrossEntropyWithLogits):
+        RULES[c] = pointwise_loss  # unbatched weights broadcast against the logical dims
     RULES[einsum.Einsum] = RULES[einsum.EinsumPair] = einsum_rule
     from ember.nn._functional.sparse import Embedding
 
