@@ -121,7 +121,6 @@ OPS = {
                              m.nn.functional.mse_loss(a, b, reduction="none")), (0, None),
             (B3, M)),
     "conv2d": (lambda m, x, w: m.nn.functional.conv2d(x, w, padding=1), (0, None), (IMG, W)),
-    # no rule: these ops run once per sample inside the one batched call
     "advanced_index": (lambda m, a: a[m.tensor([0, 2])] * 2, 0, (B3,)),
     # ops whose Python side reads the data of a batched index (a range check): batched too
     "layer_norm": (lambda m, a: m.nn.functional.layer_norm(a, (5,)), 0, (B3,)),
@@ -144,8 +143,8 @@ def test_out_dims_and_nested_vmap():
 
 
 def test_op_without_rule_loops_per_op_not_per_call():
-    # trace and advanced indexing have no batching rule: they run once per sample, inside a
-    # single batched call of the function
+    # trace has no batching rule: it runs once per sample, inside a single batched call of
+    # the function
     vmapped(lambda m, a: m.trace(a).exp() + a[m.tensor([0, 2])].sum(), 0, B3)
 
 

@@ -84,6 +84,10 @@ OPS = {
                              F(m).binary_cross_entropy(x.sigmoid(), t, m.tensor(W5).abs(),
                                                        reduction="sum")),
             (0, 0), (X, MASK.astype(np.float32))),
+    "advanced_index": (lambda m, a, i: (a[i], a[:, i], a[i, 1:], a[i[:2], :, None],
+                                        a[i[:2], i[1:]], a[..., i], a[1:, i % 3],
+                                        a.unsqueeze(1)[i % 3, :, i], a[i % 3, i]), (0, None),
+                       (X, np.array([2, 0, 1]))),
     "shape_copies": (lambda m, a: (a.flip(0), a.roll(1, -1), a.diagonal(), a.tril(1),
                                    a.triu(), a.repeat(2, 1, 1), a.unfold(1, 2, 2),
                                    a.t().contiguous()), 0, (X,)),
@@ -135,6 +139,8 @@ GRADS = {
     "conv_ensemble": (lambda m, w, x: F(m).conv2d(x, w, padding=1).tanh(), arr((4, 3, 2, 3, 3),
                                                                                seed=62),
                       IMG[0, :, :2]),
+    "advanced_index": (lambda m, a: a[:, m.tensor([4, 0, 0])].exp() + a.unsqueeze(1)[
+        m.tensor([0, 2, 2]), :, m.tensor([1, 1, 3])], X),
     "einsum_reductions": (lambda m, a, b: m.einsum("ij,jk->ik", a, b).logsumexp(-1)
                           + a.var(-1) + a.norm(dim=-1), X, arr((5, 2), seed=61)),
 }

@@ -152,6 +152,27 @@ def einsum_rule(cls, vals, bd, kw, kwb, size):
     return cls.apply(*vals, **dict(kw, subs=subs, out=b + kw["out"]))
 
 
+def index(cls, vals, bd, kw, kwb, size):
+    """``x[key]`` with an unbatched key: the basic steps' dims shift past the batch and the
+    advanced part gains a leading ``:``; where NumPy puts the indexed dims first (arrays
+    apart), the batch dim moves back to the front."""
+    key = kw["key"]
+    steps, adv = key[0], key[1]
+    items = () if adv is None else adv
+    if not bd[0] or any(k == 3 for k, _, _ in steps) or not all(
+            isinstance(i, slice) or type(i) is np.ndarray and i.dtype.kind in "iu"
+            for i in items):
+        return _loop(cls, vals, bd, kw, kwb, size)
+    steps = tuple((k, d + 1, a) for k, d, a in steps)
+    key = (steps, None if adv is None else (slice(None), *adv), *key[2:])
+    out = cls.apply(vals[0], **dict(kw, key=key))
+    dims = [d for d, i in enumerate(items) if not isinstance(i, slice)]
+    if dims and dims != list(range(dims[0], dims[-1] + 1)):
+        lead = len(np.broadcast_shapes(*(items[d].shape for d in dims)))
+        out = out.movedim(lead, 0)
+    return out
+
+
 def _declare() -> None:
     FAMILY[norm._Norm] = normalization
     for c in (pool.MaxPool, pool.AvgPool, pool.AdaptiveAvgPool, pool.AdaptiveMaxPool):
@@ -174,6 +195,9 @@ def _declare() -> None:
     RULES[indexing_ops.Gather] = RULES[indexing_ops.ScatterAdd] = gather
     for c in (loss.BinaryCrossEntropy, loss.BinaryCrossEntropyWithLogits):
         RULES[c] = pointwise_loss  # unbatched weights broadcast against the logical dims
+    from ember.ops import indexing
+
+    RULES[indexing.Index] = index
     RULES[einsum.Einsum] = RULES[einsum.EinsumPair] = einsum_rule
     from ember.nn._functional.sparse import Embedding
 
