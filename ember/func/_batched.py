@@ -8,9 +8,12 @@ rule (``_batching_rules``) runs ordinary ember ops on the physical tensors and t
 wrapped again. So autograd records the physical computation, nested vmaps recurse (a rule's
 ops may meet BatchedTensors of an outer level), and backward formulas need no rules at all.
 
-Anything that needs the raw array of a BatchedTensor (``item()``, data-dependent Python,
-NumPy calls in a Python-level op, in-place writes) raises ``Unbatchable``; ``vmap`` then runs
-the function once per sample instead, as ember did before it had batching rules.
+The ops that ember computes on arrays outside ``Op.apply`` (comparisons, logical ops,
+``argmax`` along a dim, a mask's ``np.broadcast_to``) meet the BatchedTensor's ``_Meta``
+through NumPy's protocols: they run on the physical array and ``Tensor._make`` of the result
+is a BatchedTensor again. Anything else that needs the raw array (``item()``, data-dependent
+Python, in-place writes) raises ``Unbatchable``; ``vmap`` then runs the function once per
+sample instead, as ember did before it had batching rules.
 """
 
 from __future__ import annotations
