@@ -99,6 +99,10 @@ class Tensor(TensorCasts):
     def _make(cls, data, grad_fn=None, output_nr: int = 0) -> Tensor:
         t = object.__new__(Tensor)
         if type(data) is not np.ndarray and not is_array(data):
+            if type(data).__name__ == "_Meta":  # a ufunc's result on vmap's BatchedTensors
+                from ember.func._batched import wrap
+
+                return wrap(Tensor._make(data._physical), data._level)
             data = np.asarray(data)
         t._data = data
         t._rg = grad_fn is not None

@@ -222,7 +222,6 @@ OWNED: dict[str, dict[str, int]] = {
     "torch.autograd.profiler": {"*": 17},
     "torch.linalg": {**dict.fromkeys(["eig", "eigvals"], 17)},  # complex results
     "torch.distributions": {"*": 17},
-    "torch.func": {"*": 15},
     "torch.distributed": {"*": 14},
     "torch.cuda": {**dict.fromkeys(["CUDAGraph", "graph", "graph_pool_handle",
                                     "make_graphed_callables", "is_current_stream_capturing"],

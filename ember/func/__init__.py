@@ -8,12 +8,16 @@ which nests without limit where torch's dual tensors allow one level; ``hessian`
 BatchedTensors whose ops have batching rules (``_batched``, ``_batching_rules``), falling back
 to one call per sample where the function reads a batched tensor's data; ``vmap(grad(f))``
 gives per-sample gradients from one batched backward. ``functional_call`` and
-``stack_module_state`` run a module with other parameters.
+``stack_module_state`` run a module with other parameters; ``functionalize``, ``rearrange``,
+``debug_unwrap`` and ``replace_all_batch_norm_modules_`` are torch.func's helpers.
 """
 
 from __future__ import annotations
 
 from ember.func._functional_call import functional_call, stack_module_state
+from ember.func._functionalize import functionalize
+from ember.func._helpers import debug_unwrap, replace_all_batch_norm_modules_
+from ember.func._rearrange import rearrange
 from ember.func._transforms import (
     grad,
     grad_and_value,
@@ -26,5 +30,6 @@ from ember.func._transforms import (
 )
 from ember.func._vmap import vmap
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "linearize", "stack_module_state", "vjp", "vmap"]
+__all__ = ["debug_unwrap", "functional_call", "functionalize", "grad", "grad_and_value",
+           "hessian", "jacfwd", "jacrev", "jvp", "linearize", "rearrange",
+           "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]

@@ -8,9 +8,12 @@ rule (``_batching_rules``) runs ordinary ember ops on the physical tensors and t
 wrapped again. So autograd records the physical computation, nested vmaps recurse (a rule's
 ops may meet BatchedTensors of an outer level), and backward formulas need no rules at all.
 
-Anything that needs the raw array of a BatchedTensor (``item()``, data-dependent Python,
-NumPy calls in a Python-level op, in-place writes) raises ``Unbatchable``; ``vmap`` then runs
-the function once per sample instead, as ember did before it had batching rules.
+The ops that ember computes on arrays outside ``Op.apply`` (comparisons, logical ops,
+``argmax`` along a dim, a mask's ``np.broadcast_to``) meet the BatchedTensor's ``_Meta``
+through NumPy's protocols: they run on the physical array and ``Tensor._make`` of the result
+is a BatchedTensor again. Anything else that needs the raw array (``item()``, data-dependent
+Python, in-place writes) raises ``Unbatchable``; ``vmap`` then runs the function once per
+sample instead, as ember did before it had batching rules.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ class _Meta:
     checks read (``x._data.shape``), and an error for anything that reads the values."""
 
     __slots__ = ("shape", "dtype", "ndim", "size", "itemsize", "nbytes", "_physical", "_level")
-    __array_ufunc__ = None  # NumPy arithmetic on it raises TypeError
 
     def __init__(self, physical, shape: tuple, dtype, level: int) -> None:
         self._physical, self._level = physical, level
@@ -52,6 +54,61 @@ class _Meta:
         so ``Op.apply``'s hook finds it and the rule gets the physical array."""
         p = self._physical.astype(dtype, copy=copy)
         return _Meta(p, self.shape, p.dtype, self._level)
+
+    def __array_ufunc__(self, ufunc, method: str, *inputs, **kwargs):
+        """A NumPy ufunc called on the arrays of BatchedTensors (the comparisons and logical
+        ops, which ember computes on ``_data`` outside ``Op.apply``): run on the physical
+        arrays, aligned as the batching rules align tensors, and batched again, so that
+        ``Tensor._make`` of the result is a BatchedTensor."""
+        level = max(x._level for x in inputs if type(x) is _Meta)
+        if method != "__call__" or "out" in kwargs or any(
+                type(x) is _Meta and (x._level != level or type(x._physical) is _Meta)
+                for x in inputs):
+            raise Unbatchable(f"NumPy {ufunc.__name__}.{method} on a BatchedTensor's array")
+        rank = max(x.ndim if hasattr(x, "ndim") else 0 for x in inputs)
+        phys = [x._physical.reshape((x._physical.shape[0],) + (1,) * (rank - x.ndim)
+                                    + x.shape) if type(x) is _Meta else x for x in inputs]
+        out = ufunc(*phys, **kwargs)
+        if type(out) is tuple:
+            return tuple(_Meta(o, o.shape[1:], o.dtype, level) for o in out)
+        return _Meta(out, out.shape[1:], out.dtype, level)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions on a BatchedTensor's array: ``np.broadcast_to`` (a mask broadcast
+        to its tensor's shape) per sample; the others as NumPy runs them (through the methods
+        above: reshape's probe, argmax; anything else reads the values)."""
+        import numpy as np
+
+        if func is np.broadcast_to and args[0] is self and type(self._physical) is not _Meta:
+            shape = tuple(args[1] if len(args) > 1 else kwargs["shape"])
+            p = self._physical
+            p = p.reshape((p.shape[0],) + (1,) * (len(shape) - self.ndim) + self.shape)
+            p = np.broadcast_to(p, (p.shape[0], *shape))
+            return _Meta(p, shape, p.dtype, self._level)
+        return func._implementation(*args, **kwargs)
+
+    @property
+    def flags(self):
+        """The physical array's: C-contiguous with the batch in front is C-contiguous for
+        each sample (``contiguous()`` keeps a batched tensor that is)."""
+        return self._physical.flags
+
+    def _arg_extreme(self, fn, axis, out, keepdims):
+        if axis is None or out is not None or type(self._physical) is _Meta:
+            raise Unbatchable("a flat argmax / argmin of a BatchedTensor's array")
+        p = fn(self._physical, axis=axis % self.ndim + 1, keepdims=keepdims)
+        return _Meta(p, p.shape[1:], p.dtype, self._level)
+
+    def argmax(self, axis=None, out=None, *, keepdims=False) -> _Meta:
+        """``np.argmax`` along a dim, per sample (argmax / argmin with ``dim``)."""
+        import numpy as np
+
+        return self._arg_extreme(np.argmax, axis, out, keepdims)
+
+    def argmin(self, axis=None, out=None, *, keepdims=False) -> _Meta:
+        import numpy as np
+
+        return self._arg_extreme(np.argmin, axis, out, keepdims)
 
     def _values(self, *args, **kwargs):
         raise Unbatchable("the function reads a BatchedTensor's values")

@@ -5,7 +5,8 @@ A rule gets the op class, the physical inputs ``vals`` (batched ones have the ba
 batch size, and returns the physical result with the batch at dim 0. It computes with ordinary
 ember ops, so autograd records the physical computation. Most rules are declared generically
 by op family (elementwise, broadcasting, ``dim``-shifting, views); matmul, addmm, nll_loss, the
-pointwise losses and convolution have their own. An op with no rule runs once per sample
+pointwise losses and convolution have their own; ``_batching_rules_nn`` adds normalization,
+pooling, padding, indexing and einsum. An op with no rule runs once per sample
 (``_loop``), so vmap works for every op and batching only ever makes it faster.
 """
 
@@ -35,10 +36,15 @@ from ember.ops import (
 )
 
 RULES: dict = {}  # op class -> rule(cls, vals, bd, kw, kwb, size)
+FAMILY: dict = {}  # base op class -> the rule of every subclass (ember's per-node variants)
 
 
 def apply_rule(cls, vals: list, bd: list, kw: dict, kwb: dict, size: int):
     rule = RULES.get(cls)
+    if rule is None:
+        rule = next((FAMILY[b] for b in cls.__mro__ if b in FAMILY), None)
+        if rule is not None:
+            RULES[cls] = rule
     if rule is None:
         if "Inplace" in cls.__name__ or cls.__module__.endswith((".inplace", "_setitem")):
             raise Unbatchable(f"in-place {cls.__name__} on a BatchedTensor")
@@ -261,11 +267,36 @@ def pointwise_loss(cls, vals, bd, kw, kwb, size):
 
 def convolution(cls, vals, bd, kw, kwb, size):
     """A batch of (N, C, ...) inputs against unbatched weights: fold the batch into N."""
-    if not (bd[0] and not any(bd[1:])) or vals[0].ndim < 4:
+    if any(bd[1:]):
+        return _batched_weight_conv(cls, vals, bd, kw, kwb, size)
+    if vals[0].ndim < 4:
         return _loop(cls, vals, bd, kw, kwb, size)
     x = vals[0]
     out = cls.apply(x.reshape(size * x.shape[1], *x.shape[2:]), *vals[1:], **kw)
     return out.view(size, x.shape[1], *out.shape[1:])
+
+
+def _batched_weight_conv(cls, vals, bd, kw, kwb, size):
+    """Per-sample weights (an ensemble): the batch folds into the channels, one group of
+    groups per sample, so the whole batch is one convolution."""
+    x, w = vals[0], vals[1]
+    nd_w = w.ndim - bd[1]
+    if x.ndim - bd[0] != nd_w or not bd[1]:
+        return _loop(cls, vals, bd, kw, kwb, size)
+    if bd[0]:  # (B, N, C, *S) -> (N, B * C, *S)
+        n = x.shape[1]
+        x = x.movedim(0, 1).reshape(n, size * x.shape[2], *x.shape[3:])
+    else:
+        n = x.shape[0]
+        x = x.unsqueeze(1).expand(n, size, *x.shape[1:]).reshape(n, size * x.shape[1],
+                                                                  *x.shape[2:])
+    o = w.shape[1]
+    args = [x, w.reshape(size * o, *w.shape[2:])]
+    if len(vals) > 2 and vals[2] is not None:
+        b = vals[2] if bd[2] else vals[2].unsqueeze(0).expand(size, o)
+        args.append(b.reshape(size * o))
+    out = cls.apply(*args, **dict(kw, groups=kw["groups"] * size))
+    return out.view(n, size, o, *out.shape[2:]).movedim(1, 0)
 
 
 def _declare() -> None:
@@ -325,3 +356,4 @@ def _declare() -> None:
 
 
 _declare()
+from ember.func import _batching_rules_nn  # noqa: E402, F401 - the nn ops' rules register

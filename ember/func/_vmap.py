@@ -3,12 +3,12 @@
 ``vmap(f)(xs)`` runs ``f`` once, on BatchedTensors (``_batched``) whose ops go through batching
 rules (``_batching_rules``), and moves the batch dim of the results to ``out_dims``. Where
 that cannot work (``f`` reads a batched tensor's data: ``item()``, data-dependent Python, an
-in-place write into a batched tensor, an op implemented in NumPy outside ``Op.apply``) and
-under randomness "same" or "different", it runs ``f`` on each slice of the batch and stacks
-the results, as torch's semantics ask: data-dependent Python runs per sample instead of
-raising. ``randomness`` is honoured: "error" refuses random ops, "same" gives every sample the
-same draws, "different" independent ones (not torch's numbers: torch draws for the whole batch
-at once).
+in-place write into a batched tensor, an op implemented in NumPy outside ``Op.apply``, a
+random draw other than dropout's under randomness "same" or "different"), it runs ``f`` on
+each slice of the batch and stacks the results, as torch's semantics ask: data-dependent
+Python runs per sample instead of raising. ``randomness`` is honoured: "error" refuses random
+ops, "same" gives every sample the same draws, "different" independent ones (not torch's
+numbers: torch draws for the whole batch at once).
 """
 
 from __future__ import annotations
@@ -83,11 +83,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
         leaves, spec = flatten(args)
         gen = _random.default_generator
         start = gen._snapshot()
-        if randomness == "error":
-            try:
-                return _batched_call(func, pairs, spec, sizes[0], out_dims, kwargs)
-            except Exception:  # noqa: BLE001 - the loop gives the semantics (and the errors)
-                gen._restore(start)
+        try:
+            return _batched_call(func, pairs, spec, sizes[0], out_dims, kwargs, randomness)
+        except Exception:  # noqa: BLE001 - the loop gives the semantics (and the errors)
+            gen._restore(start)
         outs = []
         prev, RANDOMNESS[0] = RANDOMNESS[0], randomness
         try:
@@ -102,12 +101,17 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
     return wrapped
 
 
-def _batched_call(func, pairs, spec, size: int, out_dims, kwargs):
-    """``func`` run once on BatchedTensors; Unbatchable (or any error) sends vmap to its loop."""
+def _batched_call(func, pairs, spec, size: int, out_dims, kwargs, randomness: str = "error"):
+    """``func`` run once on BatchedTensors; Unbatchable (or any error) sends vmap to its loop.
+    Random draws raise here, except those with a batched form (``_random_rules``) under
+    randomness "same" or "different"."""
     from ember._tensor import Tensor
     from ember.func._batched import Unbatchable, batched_level, level_of, unwrap_output, wrap
+    from ember.func._random_rules import BATCHED_RANDOMNESS
 
     prev, RANDOMNESS[0] = RANDOMNESS[0], "error"
+    prev_b, BATCHED_RANDOMNESS[0] = BATCHED_RANDOMNESS[0], \
+        None if randomness == "error" else randomness
     try:
         with batched_level(size) as level:
             args = [x if d is None else wrap(x.movedim(d, 0) if d else x, level)
@@ -127,7 +131,7 @@ def _batched_call(func, pairs, spec, size: int, out_dims, kwargs):
                 else:
                     res.append(unwrap_output(o, level, size, d % (o.ndim + 1)))
     finally:
-        RANDOMNESS[0] = prev
+        RANDOMNESS[0], BATCHED_RANDOMNESS[0] = prev, prev_b
     return unflatten(res, ospec)
 
 

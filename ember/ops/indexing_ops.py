@@ -68,6 +68,7 @@ def _check_index(x: Tensor, dim: int, index: Tensor, fname: str, src: Tensor | N
 
 
 def _in_range(idx: np.ndarray, size: int, d: int) -> None:
+    idx = getattr(idx, "_physical", idx)  # under vmap: every sample's indices at once
     if idx.max() >= size or idx.min() < 0:
         bad = int(idx.max() if idx.max() >= size else idx.min())
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")

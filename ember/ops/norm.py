@@ -227,7 +227,7 @@ def norm_apply(op, x: Tensor, weight, bias, geom: tuple, eps: float, pshape: tup
     if weight is None:
         weight = Tensor._make(xp_of(x._data).ones(shape, dtype=x._data.dtype))
     if bias is None:
-        bias = Tensor._make(np.zeros(shape, dtype=x._data.dtype, like=x._data))
+        bias = Tensor._make(xp_of(x._data).zeros(shape, dtype=x._data.dtype))
     return _saving(op, saves).apply(x, weight, bias, geom=geom, eps=eps, stats=stats,
                                     running=running)
 

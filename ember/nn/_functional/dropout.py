@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ember._backend import on_device_of
-from ember._random import bernoulli_sample
+from ember._random import VMAP_RANDOMNESS, bernoulli_sample
 from ember._tensor import Tensor
 from ember.ops.inplace import apply_inplace
 
@@ -28,12 +28,21 @@ def _keep(input: Tensor, p: float, mask_shape: tuple) -> np.ndarray:
     return on_device_of(input._data, keep)  # drawn on the CPU: torch's CPU stream
 
 
+def _vmap_mask(input: Tensor, mask_shape: tuple, dt, p: float):
+    from ember.func._random_rules import dropout_mask
+
+    return dropout_mask(input, mask_shape, dt, p)
+
+
 def _masked(input: Tensor, p: float, mask_shape: tuple, inplace: bool) -> Tensor:
     dt = input._data.dtype
     if p == 0.0 or input._data.size == 0:
         return input  # torch returns the input itself: no draw, no node
     if p == 1.0:
         mask = np.zeros((), dtype=dt)
+    elif VMAP_RANDOMNESS[0] is not None and (m := _vmap_mask(input, mask_shape, dt, p)) \
+            is not None:  # inside vmap with randomness "same" / "different": a batched draw
+        return input * m
     else:
         # noise.div_(1 - p) on 0/1 noise, in one pass: 1 / (1 - p) where kept, else 0
         keep = bernoulli_sample(mask_shape, 1.0 - p)

@@ -83,6 +83,7 @@ def _renorm_(weight: Tensor, indices: np.ndarray, max_norm: float, norm_type: fl
 
 
 def _in_range(idx: np.ndarray, n: int) -> None:
+    idx = getattr(idx, "_physical", idx)  # under vmap: every sample's indices at once
     if idx.min() < 0 or idx.max() >= n:
         raise IndexError("index out of range in self")
 
