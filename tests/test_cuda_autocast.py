@@ -168,7 +168,8 @@ TORCH_213 = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 13)
 # is not cast), ember promotes: not compared for float64 inputs.
 MIXED_F64 = {"bilinear", "cross", "layer_norm", "batch_norm"}
 # Ops whose GPU path ember lacks (NotImplementedError, as the README says)
-NO_GPU_KERNEL = {"upsample_nearest3d", "upsample_trilinear3d", "upsample_bicubic2d"}
+NO_GPU_KERNEL = {"upsample_nearest3d", "upsample_trilinear3d", "upsample_bicubic2d",
+                 "multilabel_margin_loss"}
 
 
 @pytest.mark.skipif(not TORCH_213, reason="the lists are torch 2.13's")
@@ -328,7 +329,9 @@ def _train(lib, steps: int = 30) -> list:
             p.copy_(lib.tensor(rng.uniform(-0.3, 0.3, tuple(p.shape)), dtype=p.dtype))
     model = model.cuda()
     opt = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    scaler = lib.amp.GradScaler("cuda")
+    # (not the default 2**16: there ember's float16 convolution backward, im2col through
+    # CuPy, overflowed one step where cuDNN's did not, and the scalers parted ways)
+    scaler = lib.amp.GradScaler("cuda", init_scale=2.0**10)
     x = lib.tensor(rng.standard_normal((16, 1, 8, 8)), dtype=lib.float32).cuda()
     y = lib.tensor(rng.integers(0, 10, 16)).cuda()
     losses = []
