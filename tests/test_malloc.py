@@ -36,6 +36,8 @@ def test_big_arrays_reuse_freed_memory():
     # Without the tuning each step maps the array afresh and faults it in (NumPy asks for
     # huge pages, so a few hundred faults rather than 12,288); with it, the heap reuses it.
     tuned, plain = _faults("ember"), _faults("numpy")
+    if plain < 100:  # e.g. transparent huge pages "always": a fresh mapping costs few faults
+        pytest.skip(f"this kernel maps the array in {plain} faults: nothing to compare")
     assert tuned * 10 <= plain, (tuned, plain)
 
 
