@@ -185,6 +185,7 @@ def _policy_names(policy: str) -> set:
 @pytest.fixture
 def cpu_as_cuda(monkeypatch):
     """A CUDA region in which CPU tensors count as CUDA ones: the CUDA policies run here."""
+    _casting.install(cuda=True)  # what the first CUDA region does
     monkeypatch.setattr(_casting, "_device", lambda args, kwargs: "cuda")
     monkeypatch.setattr(_casting, "_eligible",
                         lambda t, dev: t._data.dtype.kind == "f" and t._data.dtype.itemsize != 8)
@@ -354,3 +355,22 @@ def _train(lib, steps: int = 30) -> list:
 def test_cuda_autocast_training_matches_torch():
     torch.backends.cudnn.allow_tf32 = False
     np.testing.assert_allclose(_train(ember), _train(torch), atol=2e-2, rtol=2e-2)
+
+
+def test_cuda_only_names_are_wrapped_at_the_first_cuda_region_only():
+    """Until a CUDA autocast region is entered, ``sum``, ``exp``, ``pow`` and the other names
+    on torch's CUDA lists alone pay no wrapper frame; the names on the CPU lists are wrapped
+    from import on."""
+    import subprocess
+    import sys
+
+    code = ("import ember; from ember.amp import _casting; "
+            "print(hasattr(ember.sum, '_autocast_policies'), "
+            "hasattr(ember.Tensor.__pow__, '_autocast_policies'), "
+            "hasattr(ember.mm, '_autocast_policies')); "
+            "_casting.install(cuda=True); "
+            "print(hasattr(ember.sum, '_autocast_policies'), "
+            "hasattr(ember.Tensor.__pow__, '_autocast_policies'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "False False True" and out[1] == "True True", out

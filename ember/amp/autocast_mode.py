@@ -149,6 +149,9 @@ def _cuda_enabled(fast_dtype: _dtype.dtype) -> bool:
     if fast_dtype is _dtype.bfloat16 and not cuda.is_bf16_supported():
         raise RuntimeError("Current CUDA Device does not support bfloat16. Please switch dtype "
                            "to float16.")
+    from ember.amp import _casting
+
+    _casting.install(cuda=True)
     return True
 
 

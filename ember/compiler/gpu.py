@@ -160,10 +160,11 @@ def device_object(obj):
     if obj is np.lib.stride_tricks.as_strided:  # CuPy's takes no ``writeable``
         return _as_strided
     if callable(obj) and (getattr(obj, "__module__", None) or "").startswith("numpy"):
-        mod = obj.__module__.replace("numpy", "cupy", 1)
-        for where in (mod, "cupy"):
+        import importlib  # noqa: PLC0415
+
+        for where in (obj.__module__.replace("numpy", "cupy", 1), "cupy"):
             try:
-                found = getattr(__import__(where, fromlist=["_"]), obj.__name__, None)
+                found = getattr(importlib.import_module(where), obj.__name__, None)
             except ImportError:
                 found = None
             if found is not None:

@@ -7,6 +7,7 @@ import pickle
 
 import numpy as np
 
+from ember._backend import to_numpy
 from ember._tensor import Tensor
 from ember.distributed import collectives as c
 from ember.distributed.process_group import resolve
@@ -22,22 +23,18 @@ def _put(a: np.ndarray, pg) -> Tensor:
     return Tensor._make(a)
 
 
-def _host(t: Tensor) -> np.ndarray:
-    return t._data if isinstance(t._data, np.ndarray) else t._data.get()
-
-
 def _to_tensor(obj, pg) -> Tensor:
     return _put(np.frombuffer(pickle.dumps(obj), np.uint8).copy(), pg)
 
 
 def _from_tensor(t: Tensor, size: int):
-    return pickle.loads(_host(t)[:size].tobytes())
+    return pickle.loads(to_numpy(t._data)[:size].tobytes())
 
 
 def _sizes(t: Tensor, pg) -> list[int]:
     sizes = [_put(np.zeros(1, np.int64), pg) for _ in range(pg.size())]
     c.all_gather(sizes, _put(np.array([t.numel()], np.int64), pg), group=pg)
-    return [int(_host(s)[0]) for s in sizes]
+    return [int(to_numpy(s._data)[0]) for s in sizes]
 
 
 def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
@@ -48,16 +45,16 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
         return
     root = c._peer(pg, src, group_src, "src")
     mine = pg.rank() == root
-    blobs = [_host(_to_tensor(o, pg)) for o in object_list] if mine else []
+    blobs = [np.frombuffer(pickle.dumps(o), np.uint8) for o in object_list] if mine else []
     sizes = _put(np.array([b.size for b in blobs] if mine else [0] * len(object_list),
                           np.int64), pg)
     c.broadcast(sizes, group=pg, group_src=root)
     flat = _put(np.concatenate(blobs) if mine and blobs else
-                np.zeros(int(_host(sizes).sum()), np.uint8), pg)
+                np.zeros(int(to_numpy(sizes._data).sum()), np.uint8), pg)
     c.broadcast(flat, group=pg, group_src=root)
     if not mine:
-        start, data = 0, _host(flat)
-        for i, n in enumerate(_host(sizes).tolist()):
+        start, data = 0, to_numpy(flat._data)
+        for i, n in enumerate(to_numpy(sizes._data).tolist()):
             object_list[i] = pickle.loads(data[start:start + n].tobytes())
             start += n
 
@@ -72,7 +69,7 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
     blob = _to_tensor(obj, pg)
     sizes = _sizes(blob, pg)
     padded = np.zeros(max(sizes), np.uint8)
-    padded[:blob.numel()] = _host(blob)
+    padded[:blob.numel()] = to_numpy(blob._data)
     outs = [_put(np.empty(max(sizes), np.uint8), pg) for _ in sizes]
     c.all_gather(outs, _put(padded, pg), group=pg)
     for i, (t, n) in enumerate(zip(outs, sizes)):
@@ -89,7 +86,7 @@ def gather_object(obj, object_gather_list: list | None = None, dst: int | None =
     blob = _to_tensor(obj, pg)
     sizes = _sizes(blob, pg)
     padded = np.zeros(max(sizes), np.uint8)
-    padded[:blob.numel()] = _host(blob)
+    padded[:blob.numel()] = to_numpy(blob._data)
     mine = pg.rank() == root
     outs = [_put(np.empty(max(sizes), np.uint8), pg) for _ in sizes] if mine else None
     c.gather(_put(padded, pg), outs, group=pg, group_dst=root)
