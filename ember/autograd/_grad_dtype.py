@@ -47,12 +47,14 @@ def check_assigned(t, value) -> None:
 
 
 def cast_incoming(t, g):
-    """A gradient arriving at leaf ``t``, in the dtype ``t.grad_dtype`` asks for."""
+    """A gradient arriving at leaf ``t``, in the dtype ``t.grad_dtype`` asks for: by default
+    ``t``'s own (torch's engine casts each gradient to its input's dtype, so a float16 branch
+    reaching a float32 weight delivers float32), any with ``grad_dtype=None``."""
     aux = t._aux
-    if aux is None or aux.grad_dtype is SAME or aux.grad_dtype is None \
-            or g.dtype is aux.grad_dtype:
+    want = t.dtype if aux is None or aux.grad_dtype is SAME else aux.grad_dtype
+    if want is None or g.dtype is want:
         return g
-    return g.to(aux.grad_dtype)
+    return g.to(want)
 
 
 def _get(self):

@@ -229,10 +229,7 @@ class AccumulateGrad(Node):
         g = grads[0]
         if g is None:
             return ()
-        if var._aux is not None and var._aux.grad_dtype is not _grad_dtype.SAME:
-            g = _grad_dtype.cast_incoming(var, g)
-        elif g.dtype is not var.dtype:  # torch's validate_outputs casts to the input's dtype
-            g = g.to(var.dtype)
+        g = _grad_dtype.cast_incoming(var, g)
         old = var._grad
         if old is None:
             var._grad = g if STATE.enabled else _owned(g)
