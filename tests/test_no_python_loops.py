@@ -98,14 +98,22 @@ def _within(fn, bound: float) -> float:
     return ratio
 
 
+def _unwrapped(fn):
+    """``fn`` without autocast's wrapper: a CUDA region (in an earlier test of this process)
+    may have wrapped it since OPS was collected."""
+    while hasattr(fn, "_autocast_policies"):
+        fn = fn.__wrapped__
+    return fn
+
+
 def test_the_search_finds_the_elementwise_ops():
-    found = {id(fn) for fn in OPS.values()}
+    found = {id(_unwrapped(fn)) for fn in OPS.values()}
     for fn in (ember.exp, ember.erf, ember.erfc, ember.erfinv, ember.lgamma, ember.digamma,
                ember.sigmoid, ember.special.ndtri, ember.special.log_ndtr, ember.special.erfcx,
                F.gelu, F.mish, F.softplus, F.elu, F.silu, F.logsigmoid, ember.relu_):
-        assert id(fn) in found, fn.__name__
+        assert id(_unwrapped(fn)) in found, fn.__name__
     for fn in (ember.sum, ember.cumsum, ember.sort, ember.softmax, F.dropout, F.normalize):
-        assert id(fn) not in found, fn.__name__
+        assert id(_unwrapped(fn)) not in found, fn.__name__
     assert len(OPS) > 100
 
 
