@@ -72,7 +72,11 @@ def _make_root_grads(tensors, grads):
             if not t.dtype.is_floating_point:
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs"
                                    f" but got {t.dtype}")
-            g = ones_like(t)
+            a = t._data
+            # (a CPU array directly: ones_like's argument and device handling is most of a
+            # small compiled step's engine time)
+            g = Tensor._make(np.ones(a.shape, a.dtype)) if type(a) is np.ndarray else \
+                ones_like(t)
         elif not isinstance(g, Tensor):
             g = Tensor(g, dtype=t.dtype)
         else:

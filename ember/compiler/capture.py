@@ -145,8 +145,10 @@ class Recorder:
         out Traced so that what is done to it is recorded. A scalar stays a constant (a write
         into it is a graph break); a table is, in the program, a copy of a constant, so that
         writes into it are replayed on a new copy each time."""
-        if arr.size <= 1:
-            const = self.value_of(arr.copy())
+        if arr.size <= 1:  # a private copy, read-only: ``passes.simplify`` may fold it
+            copy = arr.copy()
+            copy.flags.writeable = False
+            const = self.value_of(copy)
             return self._register(arr.view(Traced), const)
         const = self.value_of(arr.copy())
         v = Value(self._new_name("table"), arr.shape, arr.dtype)

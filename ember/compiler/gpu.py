@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._backend import strided_view
+
 
 class CupyNumpy:
     """``np`` for generated GPU code: CuPy's function of the same name, else NumPy's (which
@@ -157,8 +159,8 @@ def device_object(obj):
 
     if isinstance(obj, np.ndarray):
         return cupy.asarray(obj)
-    if obj is np.lib.stride_tricks.as_strided:  # CuPy's takes no ``writeable``
-        return _as_strided
+    if obj is np.lib.stride_tricks.as_strided or obj is strided_view:
+        return _as_strided  # CuPy's takes no ``writeable``
     if callable(obj) and (getattr(obj, "__module__", None) or "").startswith("numpy"):
         import importlib  # noqa: PLC0415
 
@@ -172,7 +174,7 @@ def device_object(obj):
     return obj
 
 
-def _as_strided(x, shape=None, strides=None, subok=False, writeable=True):
+def _as_strided(x, shape=None, strides=None, *_, **__):
     import cupy  # noqa: PLC0415
 
     return cupy.lib.stride_tricks.as_strided(x, shape, strides)

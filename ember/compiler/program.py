@@ -205,6 +205,7 @@ def build(cf, args, kwargs, roots) -> Program:
                         (bw_graph, tuple(bw_graph.outputs) if bw_graph else ())):
         if graph is not None:
             passes.prune(graph, keep)
+            passes.simplify(graph, keep)
             if gpu:
                 meta["kernels"] += fuse_elementwise(graph, keep)
             passes.reuse_dead_inputs(graph, keep)
