@@ -4,7 +4,7 @@ function over NumPy calls, which ``compile_graph`` turns into a function with ``
 Each value is a local named after the op that made it; a comment names the module and op
 whenever they change; a local is deleted after its last use, so an intermediate's memory goes
 back as soon as it is dead. Objects that have no literal form (constants, dtypes, generators,
-ufuncs outside ``np``) are bound as globals of the function.
+NumPy's functions as ``np_<name>``) are bound as globals of the function.
 """
 
 from __future__ import annotations
@@ -58,11 +58,14 @@ class _Namer:
 
 
 def _numpy_name(obj, namer: _Namer, hint: str) -> str:
+    """How the code names a NumPy function: ``np_add`` in a CPU program, a global bound to
+    ``np.add`` (one dictionary lookup instead of two: a fifth of a ufunc call's cost on a small
+    array), and ``np.add`` in a GPU program, where ``np`` is CuPy's namespace."""
     from ember.compiler.traced import _ORIGINAL
 
     name = getattr(obj, "__name__", None)
     if name and (getattr(np, name, None) is obj or _ORIGINAL.get(name) is obj):
-        return f"{namer.np}.{name}"
+        return f"{namer.np}.{name}" if namer.gpu else namer.bind(obj, f"np_{name}")
     return namer.bind(obj, name or hint)
 
 
