@@ -105,8 +105,7 @@ def _expr(obj, namer: _Namer) -> str:
 def _call(node: Node, namer: _Namer) -> str:
     kind = node.kind
     args = [_expr(a, namer) for a in node.args]
-    args += [f"{k}={_expr(_gpu_out(k, v) if namer.gpu else v, namer)}"
-             for k, v in node.kwargs.items()]
+    args += [f"{k}={_expr(_single_out(k, v), namer)}" for k, v in node.kwargs.items()]
     if kind[0] == "ufunc":
         fn = _numpy_name(kind[1], namer, "ufunc")
         return f"{fn}({', '.join(args)})" if kind[2] == "__call__" else \
@@ -129,8 +128,9 @@ def _call(node: Node, namer: _Namer) -> str:
     return f"{self_}.{kind[1]}({', '.join(rest)})"
 
 
-def _gpu_out(key: str, value):
-    """CuPy's ufuncs take ``out=`` as an array, not NumPy's 1-tuple."""
+def _single_out(key: str, value):
+    """``out=buf`` for ``out=(buf,)``: the same to NumPy, easier to read, and what CuPy's
+    ufuncs take (an array, not NumPy's 1-tuple)."""
     return value[0] if key == "out" and type(value) is tuple and len(value) == 1 else value
 
 

@@ -115,7 +115,7 @@ def _owned_constant(v) -> bool:
 
 def reuse_dead_inputs(graph: Graph, keep: tuple) -> int:
     """Elementwise calls write into an input that dies at that call (``relu = np_maximum(a, 0,
-    out=(a,))``): no allocation, and the memory is still in cache. Safe when the input is an
+    out=a)``): no allocation, and the memory is still in cache. Safe when the input is an
     array the program allocated, of the output's shape and dtype, that nothing reads later —
     neither it nor any view of it — and that the program does not return or save; not 0-d
     (a reduction hands back a NumPy scalar there, which cannot be written). Returns how many
