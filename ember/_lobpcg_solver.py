@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ember._backend import to_numpy, xp_of
-from ember.linalg import LinAlgError
 
 
 @dataclass
@@ -94,6 +93,9 @@ class Block:
 
 
 def _cholesky(g, xp):
+    # imported when used: ember.linalg (loaded first, as _linalg_decomp needs) installs
+    # autocast's wrappers on import, which must not happen while ember itself loads
+    from ember import linalg  # noqa: F401
     from ember._linalg_decomp import _not_pd
 
     try:
@@ -218,6 +220,8 @@ def _residuals(xb: Block, e, scale: tuple, xp) -> tuple:
 def _step(xb: Block, pb: Block, wb: Block, opts: Options, xp) -> tuple:
     """One Rayleigh-Ritz step on ``[X, P, W]``: the new Ritz values, X and P blocks, and
     the basis. When the basis lost its independence (basic), the step restarts without P."""
+    from ember.linalg import LinAlgError
+
     n = xb.u.shape[-1]
     try:
         sb = Block.cat([xb, pb, wb], xp)
