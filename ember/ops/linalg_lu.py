@@ -1,6 +1,7 @@
 """Top-level and Tensor-method spellings of the LU and Householder functions (``torch.lu``,
 ``torch.lu_solve``, ``torch.lu_unpack``, ``torch.geqrf``, ``torch.orgqr``, ``torch.ormqr``)
-and the randomized low-rank SVD / PCA (``torch.svd_lowrank``, ``torch.pca_lowrank``).
+the randomized low-rank SVD / PCA (``torch.svd_lowrank``, ``torch.pca_lowrank``) and LOBPCG
+(``torch.lobpcg``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import warnings
 from ember import return_types
 from ember._linalg_householder import geqrf, orgqr, ormqr
 from ember._linalg_lu import LinalgLuFactorEx, _check_lu_input, lu_unpack
+from ember._lobpcg import lobpcg
 from ember._lowrank import pca_lowrank, svd_lowrank
 from ember._tensor import Tensor
 from ember.ops._out import _write
@@ -52,6 +54,6 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
 
 FUNCTIONS = {"lu": lu, "lu_solve": lu_solve, "lu_unpack": lu_unpack, "geqrf": geqrf,
              "orgqr": orgqr, "ormqr": ormqr, "svd_lowrank": svd_lowrank,
-             "pca_lowrank": pca_lowrank}
+             "pca_lowrank": pca_lowrank, "lobpcg": lobpcg}
 METHODS = {"lu": lu, "lu_solve": lu_solve, "geqrf": geqrf, "orgqr": orgqr,
            "ormqr": ormqr}
