@@ -3,8 +3,10 @@
 Every one-tensor elementwise function ember exports (``ember.*``, ``ember.special.*``,
 ``ember.nn.functional.*``: found by calling each on a small tensor, not listed by hand) is timed
 on a 1M-element float32 tensor against ``np.exp`` on the same array, forward and backward. The
-cheapest per-element Python loop, ``np.frompyfunc(math.exp, 1, 1)``, costs ~140x ``np.exp``;
-ember's heaviest kernels, lgamma and digamma (~50 float64 passes), 30-55x. Times are CPU times
+cheapest per-element Python loop, ``np.frompyfunc(math.exp, 1, 1)``, costs ~140x ``np.exp``
+(``math.erf``'s 234x on a SkylakeX machine); ember's heaviest kernels, lgamma and digamma (~50
+float64 passes), 30-55x, and digamma's backward (trigamma, most of a normal sample through the
+reflection formula) 64-71x on that machine, so the bound sits between. Times are CPU times
 of this thread, the minimum of several runs, so that other processes barely move them; an op
 that looks too slow is measured again with more runs before it fails.
 """
@@ -22,7 +24,7 @@ import ember
 import ember.nn.functional as F
 import ember.special
 
-BOUND = 80  # x np.exp, forward and backward each
+BOUND = 100  # x np.exp, forward and backward each
 N = 1 << 20
 
 _RNG = np.random.default_rng(0)
