@@ -1,8 +1,8 @@
 """torch.distributed's collectives and point-to-point calls, on ember tensors.
 
 Each call checks its arguments as torch does, finds the group's backend, hands it the
-tensors' arrays (written in place) and returns its ``Work`` with ``async_op=True``, or waits
-for it and returns None. ``src``/``dst`` are global ranks; ``group_src``/``group_dst`` are ranks
+tensors' arrays (written in place) and returns its ``Work`` with ``async_op=True``, or
+returns None once done. ``src``/``dst`` are global ranks; ``group_src``/``group_dst`` are ranks
 within ``group``.
 """
 
@@ -65,10 +65,13 @@ def _peer(pg: ProcessGroup, rank, group_rank, what: str) -> int:
     return r
 
 
-def _done(work: Work, async_op: bool) -> Work | None:
+def _done(work: Work | None, async_op: bool) -> Work | None:
+    """The caller's result: the Work with ``async_op``, else None once done (a backend returns
+    None for a blocking collective it has completed already)."""
     if async_op:
         return work
-    work.wait()
+    if work is not None:
+        work.wait()
     return None
 
 

@@ -1,0 +1,121 @@
+"""Which MPI calls a collective makes, and how a blocking one hands over to a Work when it
+times out: run by test_dist_collectives.py on 2 ranks."""
+
+import time
+from datetime import timedelta
+
+import numpy as np
+from mpi4py import MPI
+
+import ember
+import ember.distributed as dist
+from ember.distributed import ReduceOp
+from ember.distributed.backends import mpi as mpi_backend
+
+dist.init_process_group("gloo")
+R, N = dist.get_rank(), dist.get_world_size()
+be = dist.GroupMember.WORLD._backend
+CALLS: list = []
+WORKS: list = []
+
+
+class Recorder:
+    """A communicator that logs each call (name, arguments) before making it."""
+
+    def __init__(self, comm, name: str, delay: dict | None = None) -> None:
+        self._comm, self._name, self._delay = comm, name, delay or {}
+
+    def __getattr__(self, method: str):
+        real = getattr(self._comm, method)
+
+        def call(*args, **kwargs):
+            CALLS.append((self._name, method, args))
+            if method in self._delay:
+                time.sleep(self._delay.pop(method))
+            return real(*args, **kwargs)
+        return call
+
+
+class CountedWork(mpi_backend.Work):
+    def __init__(self, *args, **kwargs) -> None:
+        WORKS.append(self)
+        super().__init__(*args, **kwargs)
+
+
+mpi_backend.Work = CountedWork
+be.comm, be.fp_comm = Recorder(be.comm, "data"), Recorder(be.fp_comm, "fingerprint")
+
+
+def ranks_sum(shape=(1000,)) -> np.ndarray:
+    return sum(np.full(shape, r + 1.0, np.float32) for r in range(N))
+
+
+# A blocking all_reduce of a contiguous float32 tensor: one fingerprint exchange, then one
+# Iallreduce, in place, on the tensor's own array; no Work, no copy.
+for op, want in ((ReduceOp.SUM, ranks_sum()), (ReduceOp.AVG, ranks_sum() / N)):
+    t = ember.full((1000,), R + 1.0)
+    CALLS.clear()
+    WORKS.clear()
+    version = t._version
+    assert dist.all_reduce(t, op) is None
+    assert [(c[0], c[1]) for c in CALLS] == [("fingerprint", "Iallgather"),
+                                            ("data", "Iallreduce")], CALLS
+    send, recv, mop = CALLS[1][2]
+    assert send is MPI.IN_PLACE and recv is t._data and mop == MPI.SUM
+    assert not WORKS and not be.channel.works
+    assert np.array_equal(t.numpy(), want) and t._version == version + 1
+
+# async_op=True: the same two calls, through a Work
+t = ember.full((1000,), R + 1.0)
+CALLS.clear()
+work = dist.all_reduce(t, async_op=True)
+assert isinstance(work, dist.Work) and len(WORKS) == 1
+assert work.wait() and np.array_equal(t.numpy(), ranks_sum())
+assert [(c[0], c[1]) for c in CALLS] == [("fingerprint", "Iallgather"), ("data", "Iallreduce")]
+assert not be.channel.works
+
+# A blocking collective while async ones are in flight queues behind them
+ts = [ember.full((7,), R + 1.0) for _ in range(3)]
+first = dist.all_reduce(ts[0], async_op=True)
+dist.all_reduce(ts[1], ReduceOp.MAX)
+last = dist.all_reduce(ts[2], async_op=True)
+last.wait()
+first.wait()
+assert np.array_equal(ts[0].numpy(), ranks_sum((7,)))
+assert np.array_equal(ts[1].numpy(), np.full(7, float(N), np.float32))
+assert np.array_equal(ts[2].numpy(), ranks_sum((7,))) and not be.channel.works
+CALLS.clear()
+dist.all_reduce(ember.ones(3))
+assert len(CALLS) == 2
+
+# A blocking collective that times out leaves a Work in its place: the next collective queues
+# behind it, and once the late rank arrives both complete in order. First in the fingerprint
+# stage (rank 1 arrives late), then in the data stage (rank 1 is late to start the transfer).
+# Only rank 0 has a short timeout (it is each rank's own setting).
+group = dist.new_group(timeout=timedelta(seconds=0.5 if R == 0 else 60))
+gb = group._backend
+for stage in ("fingerprint", "data"):
+    late = 2.0
+    if stage == "data" and R == 1:
+        gb.comm = Recorder(gb.comm, "data", delay={"Iallreduce": late})
+    a, b = ember.full((5,), R + 1.0), ember.full((5,), 10.0 * (R + 1))
+    if R == 1 and stage == "fingerprint":
+        time.sleep(late)
+    try:
+        dist.all_reduce(a, group=group)
+        assert R == 1, "rank 0 should have timed out"
+    except dist.DistBackendError as e:
+        assert R == 0, e
+        why = "not every rank reached it" if stage == "fingerprint" else "did not finish"
+        assert "OpType=ALL_REDUCE" in str(e) and why in str(e), e
+        assert len(gb.channel.works) == 1  # the collective that timed out, still in flight
+        work = dist.all_reduce(b, group=group, async_op=True)
+        work.wait(timedelta(seconds=30))
+    else:
+        dist.all_reduce(b, group=group)
+    assert np.array_equal(a.numpy(), ranks_sum((5,))), (stage, a)
+    assert np.array_equal(b.numpy(), 10 * ranks_sum((5,))), (stage, b)
+    assert not gb.channel.works
+    gb.comm = getattr(gb.comm, "_comm", gb.comm)
+dist.barrier()
+print(f"rank {R}: call checks passed", flush=True)
