@@ -11,7 +11,13 @@ from __future__ import annotations
 import warnings
 
 from ember._tensor import Tensor
-from ember.distributed.process_group import ProcessGroup, get_group_rank, resolve
+from ember.distributed.process_group import (
+    GroupMember,
+    ProcessGroup,
+    _world,
+    get_group_rank,
+    resolve,
+)
 from ember.distributed.reduce_op import ReduceOp, as_red_op
 from ember.distributed.work import Work, then
 
@@ -41,10 +47,11 @@ def _arrays(ts, name: str, backend) -> list:
 
 
 def _group(group, what: str) -> ProcessGroup | None:
+    """The group a collective runs on, or None (with torch's warning) on a non-member."""
+    if group is None:  # the world: the common case, one call shorter
+        return _world()
     pg = resolve(group)
     if pg is None:
-        from ember.distributed.process_group import GroupMember
-
         warnings.warn(f"Running {what} on global rank {GroupMember.WORLD.rank()} which does not "
                       "belong to the given group.", stacklevel=3)
     return pg

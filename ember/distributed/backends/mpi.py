@@ -97,6 +97,13 @@ def reduce_plan(dtype: np.dtype, op: RedOpType, size: int, who: str):
     return work, _MPI_OPS[op], finish
 
 
+@functools.lru_cache(maxsize=256)
+def _mpi_reduction(dtype: np.dtype, op: RedOpType, size: int, who: str):
+    """reduce_plan with the MPI op itself, and whether the buffer is the array itself."""
+    work, name, post = reduce_plan(dtype, op, size, who)
+    return work, getattr(mpi(), name), post, work == dtype
+
+
 class MpiBackend:
     """One process group's transport: a communicator for data, one for fingerprints.
 
@@ -110,6 +117,7 @@ class MpiBackend:
         self.comm, self.fp_comm = comm.Dup(), comm.Dup()
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.timeout = timeout
+        self.in_place = mpi().IN_PLACE
         testall = mpi().Request.Testall
         self.channel = Channel(self.rank, testall)
 
@@ -173,36 +181,31 @@ class MpiBackend:
         return verify
 
     def _reduced(self, a: np.ndarray, op: RedOpType, who: str):
-        """A buffer of ``a`` in the dtype MPI reduces, the op, and a finish (AVG's division,
-        the copy back from a converted buffer), None when the result lands in ``a`` as is."""
-        work, opname, post = reduce_plan(a.dtype, op, self.size, who)
-        if work == a.dtype:
-            buf = a
-        elif a.dtype.kind == "b":
-            buf = a.view(np.uint8)
-        else:
-            buf = a.astype(work)
-        copy = buf.base is not a and buf is not a
-        if post is None and not copy:
-            return buf, getattr(mpi(), opname), None
+        """A buffer of ``a`` in the dtype MPI reduces, the MPI op, and a finish (AVG's
+        division, the copy back from a converted buffer), None when there is nothing to do."""
+        work, mop, post, as_is = _mpi_reduction(a.dtype, op, self.size, who)
+        if as_is:
+            return a, mop, None if post is None else (lambda: post(a))
+        buf = a.view(np.uint8) if a.dtype.kind == "b" else a.astype(work)
+        copy = buf.base is not a
 
         def finish():
             if post is not None:
                 post(buf)
             if copy:
                 a[...] = buf
-        return buf, getattr(mpi(), opname), finish
+        return buf, mop, finish
 
     # --- collectives ----------------------------------------------------------------------
     def all_reduce(self, a, op, async_op, outputs=None) -> Work | None:
         buf, mop, finish = self._reduced(a, op, "all_reduce")
-        return self._work("all_reduce", a, self.comm.Iallreduce, (mpi().IN_PLACE, buf, mop),
+        return self._work("all_reduce", a, self.comm.Iallreduce, (self.in_place, buf, mop),
                           async_op, finish, outputs)
 
     def reduce(self, a, dst, op, async_op, outputs=None) -> Work | None:
         buf, mop, finish = self._reduced(a, op, "reduce")
         root = self.rank == dst
-        send, recv = (mpi().IN_PLACE, buf) if root else (buf, None)
+        send, recv = (self.in_place, buf) if root else (buf, None)
         return self._work("reduce", a, self.comm.Ireduce, (send, recv, mop, dst), async_op,
                           finish if root else None, outputs)
 
