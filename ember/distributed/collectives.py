@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from ember._tensor import Tensor
 from ember.distributed.process_group import (
     GroupMember,
@@ -29,13 +31,11 @@ def _array(t, name: str = "tensor", backend=None):
     a = t._data
     if not a.flags.c_contiguous:
         raise ValueError("Tensors must be contiguous")
-    if backend is not None:
-        cuda = type(a).__module__.startswith("cupy")
-        if cuda and backend.name != "nccl":
+    if backend is not None and isinstance(a, np.ndarray) == (backend.name == "nccl"):
+        if backend.name != "nccl":
             raise RuntimeError("ember's mpi/gloo backend takes CPU tensors; use "
                                "init_process_group('nccl') for CUDA tensors")
-        if not cuda and backend.name == "nccl":
-            raise RuntimeError("No backend type associated with device type cpu")
+        raise RuntimeError("No backend type associated with device type cpu")
     return a
 
 
@@ -48,8 +48,8 @@ def _arrays(ts, name: str, backend) -> list:
 
 def _group(group, what: str) -> ProcessGroup | None:
     """The group a collective runs on, or None (with torch's warning) on a non-member."""
-    if group is None:  # the world: the common case, one call shorter
-        return _world()
+    if group is None:  # the world: the common case, two calls shorter
+        return GroupMember.WORLD or _world()
     pg = resolve(group)
     if pg is None:
         warnings.warn(f"Running {what} on global rank {GroupMember.WORLD.rank()} which does not "
@@ -191,8 +191,6 @@ def scatter(tensor: Tensor, scatter_list: list | None = None, src: int | None = 
 def reduce_scatter(output: Tensor, input_list: list, op=ReduceOp.SUM, group=None,
                    async_op: bool = False):
     """Rank r's ``output`` = the reduction over ranks of their ``input_list[r]``."""
-    import numpy as np
-
     pg = _group(group, "reduce_scatter")
     if pg is None:
         return None
@@ -223,8 +221,6 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=
 def all_to_all(output_tensor_list: list, input_tensor_list: list, group=None,
                async_op: bool = False):
     """Rank r's ``output_tensor_list[q]`` = rank q's ``input_tensor_list[r]``."""
-    import numpy as np
-
     pg = _group(group, "all_to_all")
     if pg is None:
         return None
