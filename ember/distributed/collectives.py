@@ -94,8 +94,9 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
     pg = _group(group, "all_reduce")
     if pg is None:
         return None
-    a = _array(tensor, backend=pg._backend)
-    return _done(pg._backend.all_reduce(a, as_red_op(op), async_op, [tensor]), async_op)
+    a = _array(tensor, "tensor", pg._backend)
+    work = pg._backend.all_reduce(a, as_red_op(op), async_op, [tensor])
+    return None if work is None else _done(work, async_op)
 
 
 def broadcast(tensor: Tensor, src: int | None = None, group=None, async_op: bool = False,

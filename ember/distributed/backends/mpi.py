@@ -98,10 +98,12 @@ def reduce_plan(dtype: np.dtype, op: RedOpType, size: int, who: str):
 
 
 @functools.lru_cache(maxsize=256)
-def _mpi_reduction(dtype: np.dtype, op: RedOpType, size: int, who: str):
-    """reduce_plan with the MPI op itself, and whether the buffer is the array itself."""
+def _reduction(who: str, dtype: np.dtype, shape: tuple, op: RedOpType, size: int):
+    """Everything collective ``who`` needs to reduce an array of ``dtype`` and ``shape``, found
+    once: its fingerprint, then reduce_plan with the MPI op itself, and whether the array is
+    the buffer MPI reduces."""
     work, name, post = reduce_plan(dtype, op, size, who)
-    return work, getattr(mpi(), name), post, work == dtype
+    return _fingerprint(who, dtype, shape, size), work, getattr(mpi(), name), post, work == dtype
 
 
 class MpiBackend:
@@ -127,17 +129,17 @@ class MpiBackend:
 
     # --- plumbing -------------------------------------------------------------------------
     def _work(self, op: str, a, call, args: tuple, async_op: bool, finish=None, outputs=None,
-              any_shape: bool = False) -> Work | None:
-        """Run collective ``op`` on ``a`` (its fingerprint), moving data with ``call(*args)``
-        (an mpi4py nonblocking call): a Work, or None when a blocking one ran to completion."""
-        mine, same = _fingerprint(op, None if a is None else a.dtype,
-                                  None if a is None or any_shape else a.shape, self.size)
+              any_shape: bool = False, fp: tuple | None = None) -> Work | None:
+        """Run collective ``op`` on ``a`` (its fingerprint, unless ``fp`` has it already),
+        moving data with ``call(*args)`` (an mpi4py nonblocking call): a Work, or None when a
+        blocking one ran to completion."""
+        mine, same = fp or _fingerprint(op, None if a is None else a.dtype,
+                                        None if a is None or any_shape else a.shape, self.size)
         every = bytearray(len(same))
-        numel = 0 if a is None else a.size
         channel = self.channel
         if async_op or channel.works:
             req = self.fp_comm.Iallgather(mine, every)
-            return Work(channel, op, numel, self.timeout,
+            return Work(channel, op, 0 if a is None else a.size, self.timeout,
                         ([req], self._verifier(every, same, channel.seq + 1)),
                         lambda: [call(*args)], finish, outputs, eager=async_op)
         # Blocking, nothing queued before it: both stages polled right here, without a Work's
@@ -146,17 +148,18 @@ class MpiBackend:
         channel.seq = seq = channel.seq + 1
         start = time.monotonic()
         req = self.fp_comm.Iallgather(mine, every)
-        if not poll(req.Test, start, self.timeout, arriving=True):
-            work = Work(channel, op, numel, self.timeout, ([req], self._verifier(every, same, seq)),
-                        lambda: [call(*args)], finish, outputs, eager=False, seq=seq, start=start)
+        if not poll(req.Test, start, self.timeout, True):
+            work = Work(channel, op, 0 if a is None else a.size, self.timeout,
+                        ([req], self._verifier(every, same, seq)), lambda: [call(*args)],
+                        finish, outputs, eager=False, seq=seq, start=start)
             work.wait()  # raises the timeout, unless the last ranks arrive just now
             return None
         if every != same:
             raise self._verifier(every, same, seq)()
         req = call(*args)
-        if not poll(req.Test, start, self.timeout, arriving=False):
-            work = Work(channel, op, numel, self.timeout, None, lambda: [req], finish, outputs,
-                        eager=False, seq=seq, start=start)
+        if not poll(req.Test, start, self.timeout, False):
+            work = Work(channel, op, 0 if a is None else a.size, self.timeout, None,
+                        lambda: [req], finish, outputs, eager=False, seq=seq, start=start)
             work.wait()
             return None
         if finish is not None:
@@ -181,11 +184,12 @@ class MpiBackend:
         return verify
 
     def _reduced(self, a: np.ndarray, op: RedOpType, who: str):
-        """A buffer of ``a`` in the dtype MPI reduces, the MPI op, and a finish (AVG's
-        division, the copy back from a converted buffer), None when there is nothing to do."""
-        work, mop, post, as_is = _mpi_reduction(a.dtype, op, self.size, who)
+        """A buffer of ``a`` in the dtype MPI reduces, the MPI op, a finish (AVG's division,
+        the copy back from a converted buffer; None when there is nothing to do), and the
+        fingerprint of ``who`` on ``a``."""
+        fp, work, mop, post, as_is = _reduction(who, a.dtype, a.shape, op, self.size)
         if as_is:
-            return a, mop, None if post is None else (lambda: post(a))
+            return a, mop, None if post is None else (lambda: post(a)), fp
         buf = a.view(np.uint8) if a.dtype.kind == "b" else a.astype(work)
         copy = buf.base is not a
 
@@ -194,20 +198,20 @@ class MpiBackend:
                 post(buf)
             if copy:
                 a[...] = buf
-        return buf, mop, finish
+        return buf, mop, finish, fp
 
     # --- collectives ----------------------------------------------------------------------
     def all_reduce(self, a, op, async_op, outputs=None) -> Work | None:
-        buf, mop, finish = self._reduced(a, op, "all_reduce")
+        buf, mop, finish, fp = self._reduced(a, op, "all_reduce")
         return self._work("all_reduce", a, self.comm.Iallreduce, (self.in_place, buf, mop),
-                          async_op, finish, outputs)
+                          async_op, finish, outputs, fp=fp)
 
     def reduce(self, a, dst, op, async_op, outputs=None) -> Work | None:
-        buf, mop, finish = self._reduced(a, op, "reduce")
+        buf, mop, finish, fp = self._reduced(a, op, "reduce")
         root = self.rank == dst
         send, recv = (self.in_place, buf) if root else (buf, None)
         return self._work("reduce", a, self.comm.Ireduce, (send, recv, mop, dst), async_op,
-                          finish if root else None, outputs)
+                          finish if root else None, outputs, fp=fp)
 
     def broadcast(self, a, src, async_op, outputs=None) -> Work | None:
         return self._work("broadcast", a, self.comm.Ibcast, (_bytes(a), src), async_op, None,
@@ -236,10 +240,10 @@ class MpiBackend:
 
     def reduce_scatter(self, out, inp, op, async_op, outputs=None) -> Work | None:
         """``inp`` holds the group's chunks back to back; rank r gets chunk r reduced."""
-        send, mop, _ = self._reduced(np.ascontiguousarray(inp), op, "reduce_scatter")
-        recv, _, finish = self._reduced(out, op, "reduce_scatter")
+        send, mop, _, _ = self._reduced(np.ascontiguousarray(inp), op, "reduce_scatter")
+        recv, _, finish, fp = self._reduced(out, op, "reduce_scatter")
         return self._work("reduce_scatter", out, self.comm.Ireduce_scatter_block,
-                          (send, recv, mop), async_op, finish, outputs)
+                          (send, recv, mop), async_op, finish, outputs, fp=fp)
 
     def all_to_all(self, out, inp, out_counts, in_counts, async_op,
                    outputs=None) -> Work | None:
