@@ -88,6 +88,22 @@ CALLS.clear()
 dist.all_reduce(ember.ones(3))
 assert len(CALLS) == 2
 
+# Mismatches raise on every rank, whichever path each rank takes: both blocking, both
+# async, one of each (the message names both fingerprints)
+for modes in ((False, False), (True, True), (False, True)):
+    t = ember.ones(2 + R)
+    try:
+        work = dist.all_reduce(t, async_op=modes[R % 2])
+        if work is not None:
+            work.wait()
+    except RuntimeError as e:
+        msg = str(e)
+        assert "Detected mismatch between collectives" in msg, msg
+        assert "TensorShape=[2]" in msg and "TensorShape=[3]" in msg, msg
+    else:
+        raise AssertionError(f"rank {R}: no mismatch raised for {modes}")
+    assert not be.channel.works
+
 # A blocking collective that times out leaves a Work in its place: the next collective queues
 # behind it, and once the late rank arrives both complete in order. First in the fingerprint
 # stage (rank 1 arrives late), then in the data stage (rank 1 is late to start the transfer).
