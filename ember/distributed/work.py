@@ -117,15 +117,16 @@ class Work:
         limit = self._timeout if timeout is None else _seconds(timeout)
         if self._stage != DONE:
             works = self._channel.works
-            # Alone on its channel, it is stepped without the channel's bookkeeping; else
-            # every work is, oldest first, so that the later ones start as soon as they can.
+            # Alone on its channel, it is stepped without the channel's bookkeeping, and its
+            # transfer polled on its own requests (MPI moves data only while it is polled);
+            # else every work is, oldest first, so that the later ones start when they can.
             alone = len(works) == 1 and works[0] is self
-            advance = (lambda: self._step(True)) if alone else self._channel.progress
-
-            def done() -> bool:
-                advance()
-                return self._stage == DONE
-            if not poll(done, self._start, limit, lambda: self._stage == CHECKING):
+            if alone:
+                ok = poll(self._issued, self._start, limit, True)
+                ok = ok and poll(self._transferred, self._start, limit, False)
+            else:
+                ok = poll(self._progressed, self._start, limit, self._checking)
+            if not ok:
                 waited = time.monotonic() - self._start
                 raise DistBackendError(self._timeout_message(waited, limit))
             if alone:
@@ -133,6 +134,29 @@ class Work:
         if self._error is not None:
             raise self._error
         return True
+
+    def _issued(self) -> bool:
+        """Step this work; whether its transfer has started (or it is done)."""
+        self._step(True)
+        return self._stage != CHECKING
+
+    def _transferred(self) -> bool:
+        """Whether the transfer has completed (then finished here, as ``_step`` would)."""
+        if self._stage == ISSUED:
+            try:
+                if not self._channel.test(self._reqs):
+                    return False
+                self._complete(self._finish, self._outputs)
+            except Exception as e:  # surfaces at wait(), like an error in a torch Work
+                self._error, self._stage = e, DONE
+        return True
+
+    def _progressed(self) -> bool:
+        self._channel.progress()
+        return self._stage == DONE
+
+    def _checking(self) -> bool:
+        return self._stage == CHECKING
 
     def result(self) -> list:
         self.wait()

@@ -104,6 +104,23 @@ for modes in ((False, False), (True, True), (False, True)):
         raise AssertionError(f"rank {R}: no mismatch raised for {modes}")
     assert not be.channel.works
 
+# A receive whose message does not fit, or does not fill, the tensor raises at wait(), and
+# stays failed (its error is the work's)
+for sent, phrase in ((8, "larger than the tensor"), (2, "expected 16 bytes, rank 0 sent 8")):
+    if R == 0:
+        dist.send(ember.ones(sent), dst=1, tag=3)
+    else:
+        work = dist.irecv(ember.zeros(4), src=0, tag=3)
+        for _ in range(2):
+            try:
+                work.wait()
+            except RuntimeError as e:
+                assert phrase in str(e), e
+            else:
+                raise AssertionError(f"recv of {sent} floats into 4 did not raise")
+        assert work.is_completed() and not work.is_success()
+dist.barrier()
+
 # A blocking collective that times out leaves a Work in its place: the next collective queues
 # behind it, and once the late rank arrives both complete in order. First in the fingerprint
 # stage (rank 1 arrives late), then in the data stage (rank 1 is late to start the transfer).
