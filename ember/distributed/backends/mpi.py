@@ -144,22 +144,32 @@ class MpiBackend:
                         lambda: [call(*args)], finish, outputs, eager=async_op)
         # Blocking, nothing queued before it: both stages polled right here, without a Work's
         # bookkeeping, which costs more than the exchange itself once a large transfer has
-        # evicted the caches. A Work takes over only if the group's timeout passes.
+        # evicted the caches. Should the timeout pass (or an interrupt come) while a stage is
+        # in flight, a Work takes it over, keeping its buffers and the group's order.
         channel.seq = seq = channel.seq + 1
         start = time.monotonic()
+        done, work = False, None
         req = self.fp_comm.Iallgather(mine, every)
-        if not poll(req.Test, start, self.timeout, True):
-            work = Work(channel, op, 0 if a is None else a.size, self.timeout,
-                        ([req], self._verifier(every, same, seq)), lambda: [call(*args)],
-                        finish, outputs, eager=False, seq=seq, start=start)
+        try:
+            done = poll(req.Test, start, self.timeout, True)
+        finally:
+            if not done:
+                work = Work(channel, op, 0 if a is None else a.size, self.timeout,
+                            ([req], self._verifier(every, same, seq)), lambda: [call(*args)],
+                            finish, outputs, eager=False, seq=seq, start=start)
+        if work is not None:
             work.wait()  # raises the timeout, unless the last ranks arrive just now
             return None
         if every != same:
             raise self._verifier(every, same, seq)()
-        req = call(*args)
-        if not poll(req.Test, start, self.timeout, False):
-            work = Work(channel, op, 0 if a is None else a.size, self.timeout, None,
-                        lambda: [req], finish, outputs, eager=False, seq=seq, start=start)
+        done, data = False, call(*args)
+        try:
+            done = poll(data.Test, start, self.timeout, False)
+        finally:
+            if not done:
+                work = Work(channel, op, 0 if a is None else a.size, self.timeout, None,
+                            lambda: [data], finish, outputs, eager=False, seq=seq, start=start)
+        if work is not None:
             work.wait()
             return None
         if finish is not None:

@@ -121,27 +121,41 @@ for sent, phrase in ((8, "larger than the tensor"), (2, "expected 16 bytes, rank
         assert work.is_completed() and not work.is_success()
 dist.barrier()
 
-# A blocking collective that times out leaves a Work in its place: the next collective queues
-# behind it, and once the late rank arrives both complete in order. First in the fingerprint
-# stage (rank 1 arrives late), then in the data stage (rank 1 is late to start the transfer).
-# Only rank 0 has a short timeout (it is each rank's own setting).
+# A blocking collective that times out, or is interrupted, leaves a Work in its place: the next
+# collective queues behind it, and once the late rank arrives both complete in order. Timeouts
+# in the fingerprint stage (rank 1 arrives late) and in the data stage (rank 1 is late to start
+# the transfer); an interrupt (Ctrl-C) while rank 0 waits for the fingerprints. Only rank 0 has
+# a short timeout (it is each rank's own setting).
 group = dist.new_group(timeout=timedelta(seconds=0.5 if R == 0 else 60))
 gb = group._backend
-for stage in ("fingerprint", "data"):
+real_poll = mpi_backend.poll
+
+
+def interrupted(*args):
+    mpi_backend.poll = real_poll
+    raise KeyboardInterrupt
+
+
+for stage in ("fingerprint", "data", "interrupt"):
     late = 2.0
     if stage == "data" and R == 1:
         gb.comm = Recorder(gb.comm, "data", delay={"Iallreduce": late})
+    if stage == "interrupt" and R == 0:
+        mpi_backend.poll = interrupted
     a, b = ember.full((5,), R + 1.0), ember.full((5,), 10.0 * (R + 1))
-    if R == 1 and stage == "fingerprint":
+    if R == 1 and stage != "data":
         time.sleep(late)
     try:
         dist.all_reduce(a, group=group)
-        assert R == 1, "rank 0 should have timed out"
-    except dist.DistBackendError as e:
+        assert R == 1, "rank 0 should have timed out or been interrupted"
+    except (dist.DistBackendError, KeyboardInterrupt) as e:
         assert R == 0, e
-        why = "not every rank reached it" if stage == "fingerprint" else "did not finish"
-        assert "OpType=ALL_REDUCE" in str(e) and why in str(e), e
-        assert len(gb.channel.works) == 1  # the collective that timed out, still in flight
+        if stage == "interrupt":
+            assert isinstance(e, KeyboardInterrupt)
+        else:
+            why = "not every rank reached it" if stage == "fingerprint" else "did not finish"
+            assert "OpType=ALL_REDUCE" in str(e) and why in str(e), e
+        assert len(gb.channel.works) == 1  # the collective left behind, still in flight
         work = dist.all_reduce(b, group=group, async_op=True)
         work.wait(timedelta(seconds=30))
     else:
