@@ -3,8 +3,8 @@
     python -m bench.distributed [--steps 20] [--only allreduce|ddp]
 
 1. ``all_reduce`` of float32 buffers from 4 KB to 64 MB on 2 ranks: ember's blocking
-   ``dist.all_reduce`` next to mpi4py's ``Allreduce`` on the same buffers (best of
-   interleaved rounds).
+   ``dist.all_reduce`` next to mpi4py's ``Allreduce`` (both in place, on the same array),
+   called alternately, one call each in turn; the median time per call of each.
 2. One training step of a small CNN under DDP, one thread per rank: ember (ember-run, MPI)
    against torch (torchrun, gloo), on 1 and 2 ranks; the scaling efficiency is the 2-rank
    throughput over twice the 1-rank throughput.
@@ -30,27 +30,25 @@ def _median(xs: list[float]) -> float:
     return xs[len(xs) // 2]
 
 
-def _timed(fns: list, comm, seconds: float = 0.5, repeat: int = 9) -> list[float]:
-    """Best seconds per call of each of ``fns``, their rounds interleaved so that they share
-    whatever else the machine is doing. Rank 0 sets the number of calls per round, so every
-    rank makes the same calls."""
-    counts = []
+def _timed(fns: list, comm, seconds: float = 1.0, least: int = 15) -> list[float]:
+    """Median seconds per call of each of ``fns``, called in turn, one call each per turn, so
+    that they share whatever else the machine is doing at that moment (rounds of many calls
+    of one, then of the other, compare the machine's load as much as the calls on a shared
+    machine). Rank 0 sets the number of turns, so every rank makes the same calls."""
     for fn in fns:
         fn()
-        comm.Barrier()
-        t0 = time.perf_counter()
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for fn in fns:
         fn()
-        one = max(time.perf_counter() - t0, 1e-6)
-        counts.append(comm.bcast(max(1, int(seconds / repeat / one)), root=0))
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for k, (fn, n) in enumerate(zip(fns, counts)):
-            comm.Barrier()
+    turns = comm.bcast(max(least, int(seconds / max(time.perf_counter() - t0, 1e-6))), root=0)
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(turns):
+        for fn, ts in zip(fns, times):
             t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            best[k] = min(best[k], (time.perf_counter() - t0) / n)
-    return best
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return [_median(ts) for ts in times]
 
 
 def worker_allreduce() -> None:
@@ -128,7 +126,8 @@ def _job(nproc: int, args: list[str], launcher: str = "ember") -> list[dict]:
 
 
 def report_allreduce() -> None:
-    print("all_reduce, 2 ranks, float32 (best ms; ratio = ember / raw mpi4py Allreduce)")
+    print("all_reduce, 2 ranks, float32 (median ms per call; ratio = ember / raw mpi4py "
+          "Allreduce)")
     print(f"{'size':>8} {'mpi4py':>10} {'ember':>10} {'ratio':>6}")
     for r in _job(2, ["--worker", "allreduce"]):
         size = r["bytes"]

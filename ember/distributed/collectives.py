@@ -1,8 +1,8 @@
 """torch.distributed's collectives and point-to-point calls, on ember tensors.
 
 Each call checks its arguments as torch does, finds the group's backend, hands it the
-tensors' arrays (written in place) and returns its ``Work`` with ``async_op=True``, or waits
-for it and returns None. ``src``/``dst`` are global ranks; ``group_src``/``group_dst`` are ranks
+tensors' arrays (written in place) and returns its ``Work`` with ``async_op=True``, or
+returns None once done. ``src``/``dst`` are global ranks; ``group_src``/``group_dst`` are ranks
 within ``group``.
 """
 
@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from ember._tensor import Tensor
-from ember.distributed.process_group import ProcessGroup, get_group_rank, resolve
+from ember.distributed.process_group import (
+    GroupMember,
+    ProcessGroup,
+    _world,
+    get_group_rank,
+    resolve,
+)
 from ember.distributed.reduce_op import ReduceOp, as_red_op
 from ember.distributed.work import Work, then
 
@@ -23,13 +31,11 @@ def _array(t, name: str = "tensor", backend=None):
     a = t._data
     if not a.flags.c_contiguous:
         raise ValueError("Tensors must be contiguous")
-    if backend is not None:
-        cuda = type(a).__module__.startswith("cupy")
-        if cuda and backend.name != "nccl":
+    if backend is not None and isinstance(a, np.ndarray) == (backend.name == "nccl"):
+        if backend.name != "nccl":
             raise RuntimeError("ember's mpi/gloo backend takes CPU tensors; use "
                                "init_process_group('nccl') for CUDA tensors")
-        if not cuda and backend.name == "nccl":
-            raise RuntimeError("No backend type associated with device type cpu")
+        raise RuntimeError("No backend type associated with device type cpu")
     return a
 
 
@@ -41,10 +47,11 @@ def _arrays(ts, name: str, backend) -> list:
 
 
 def _group(group, what: str) -> ProcessGroup | None:
+    """The group a collective runs on, or None (with torch's warning) on a non-member."""
+    if group is None:  # the world: the common case, two calls shorter
+        return GroupMember.WORLD or _world()
     pg = resolve(group)
     if pg is None:
-        from ember.distributed.process_group import GroupMember
-
         warnings.warn(f"Running {what} on global rank {GroupMember.WORLD.rank()} which does not "
                       "belong to the given group.", stacklevel=3)
     return pg
@@ -65,10 +72,13 @@ def _peer(pg: ProcessGroup, rank, group_rank, what: str) -> int:
     return r
 
 
-def _done(work: Work, async_op: bool) -> Work | None:
+def _done(work: Work | None, async_op: bool) -> Work | None:
+    """The caller's result: the Work with ``async_op``, else None once done (a backend returns
+    None for a blocking collective it has completed already)."""
     if async_op:
         return work
-    work.wait()
+    if work is not None:
+        work.wait()
     return None
 
 
@@ -84,8 +94,9 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
     pg = _group(group, "all_reduce")
     if pg is None:
         return None
-    a = _array(tensor, backend=pg._backend)
-    return _done(pg._backend.all_reduce(a, as_red_op(op), async_op, [tensor]), async_op)
+    a = _array(tensor, "tensor", pg._backend)
+    work = pg._backend.all_reduce(a, as_red_op(op), async_op, [tensor])
+    return None if work is None else _done(work, async_op)
 
 
 def broadcast(tensor: Tensor, src: int | None = None, group=None, async_op: bool = False,
@@ -181,8 +192,6 @@ def scatter(tensor: Tensor, scatter_list: list | None = None, src: int | None = 
 def reduce_scatter(output: Tensor, input_list: list, op=ReduceOp.SUM, group=None,
                    async_op: bool = False):
     """Rank r's ``output`` = the reduction over ranks of their ``input_list[r]``."""
-    import numpy as np
-
     pg = _group(group, "reduce_scatter")
     if pg is None:
         return None
@@ -213,8 +222,6 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=
 def all_to_all(output_tensor_list: list, input_tensor_list: list, group=None,
                async_op: bool = False):
     """Rank r's ``output_tensor_list[q]`` = rank q's ``input_tensor_list[r]``."""
-    import numpy as np
-
     pg = _group(group, "all_to_all")
     if pg is None:
         return None

@@ -41,7 +41,7 @@ class ReduceOp:
 def as_red_op(op) -> RedOpType:
     """``op`` as a ``RedOpType``, or torch's error for anything else."""
     if isinstance(op, RedOpType):
-        if op in (RedOpType.PREMUL_SUM, RedOpType.UNUSED):
+        if op > RedOpType.BXOR:  # PREMUL_SUM, UNUSED
             raise ValueError(f"ReduceOp.{op.name} is not supported by ember's backends")
         return op
     raise TypeError(f"Invalid function argument: expected a ReduceOp, got {type(op).__name__}")

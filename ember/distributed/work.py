@@ -55,10 +55,14 @@ class Work:
 
     def __init__(self, channel: Channel, op: str, numel: int, timeout: float,
                  check: tuple | None, issue: Callable, finish: Callable | None = None,
-                 outputs: list | None = None) -> None:
-        channel.seq += 1
-        self._channel, self._op, self._numel, self._seq = channel, op, numel, channel.seq
-        self._timeout, self._start = timeout, time.monotonic()
+                 outputs: list | None = None, eager: bool = True, seq: int | None = None,
+                 start: float | None = None) -> None:
+        if seq is None:  # given: a blocking collective hands over the sequence number it took
+            channel.seq += 1
+            seq = channel.seq
+        self._channel, self._op, self._numel, self._seq = channel, op, numel, seq
+        self._timeout = timeout
+        self._start = time.monotonic() if start is None else start
         # check: (requests of the fingerprint exchange, verify() -> exception or None)
         self._check, self._issue, self._finish = check, issue, finish
         self._outputs = outputs or []
@@ -66,7 +70,8 @@ class Work:
         self._stage = CHECKING
         self._error: BaseException | None = None
         channel.works.append(self)
-        channel.progress()
+        if eager:  # start what can start now; a blocking call skips this, it waits at once
+            channel.progress()
 
     def _step(self, may_issue: bool) -> None:
         try:
@@ -107,26 +112,51 @@ class Work:
         return self._error
 
     def wait(self, timeout=None) -> bool:
-        """Block until done. Idle waits back off (yield, then sleep) so that ranks sharing a
-        core leave it to the rank that has work to do."""
+        """Block until done (raising the collective's error), or raise ``DistBackendError``
+        once ``timeout`` (default: the group's) has passed since the collective started."""
         limit = self._timeout if timeout is None else _seconds(timeout)
-        channel = self._channel
-        spins = 0
-        while self._stage != DONE:
-            channel.progress()
-            if self._stage == DONE:
-                break
-            waited = time.monotonic() - self._start
-            if waited > limit:
+        if self._stage != DONE:
+            works = self._channel.works
+            # Alone on its channel, it is stepped without the channel's bookkeeping, and its
+            # transfer polled on its own requests (MPI moves data only while it is polled);
+            # else every work is, oldest first, so that the later ones start when they can.
+            alone = len(works) == 1 and works[0] is self
+            if alone:
+                ok = poll(self._issued, self._start, limit, True)
+                ok = ok and poll(self._transferred, self._start, limit, False)
+            else:
+                ok = poll(self._progressed, self._start, limit, self._checking)
+            if not ok:
+                waited = time.monotonic() - self._start
                 raise DistBackendError(self._timeout_message(waited, limit))
-            spins += 1
-            if self._stage == CHECKING and waited > 0.01:
-                time.sleep(0.001 if waited > 0.1 else 0.0001)
-            elif spins > 200:  # spin a little first: a yield may hand the core away for long
-                os.sched_yield()
+            if alone:
+                works.popleft()
         if self._error is not None:
             raise self._error
         return True
+
+    def _issued(self) -> bool:
+        """Step this work; whether its transfer has started (or it is done)."""
+        self._step(True)
+        return self._stage != CHECKING
+
+    def _transferred(self) -> bool:
+        """Whether the transfer has completed (then finished here, as ``_step`` would)."""
+        if self._stage == ISSUED:
+            try:
+                if not self._channel.test(self._reqs):
+                    return False
+                self._complete(self._finish, self._outputs)
+            except Exception as e:  # surfaces at wait(), like an error in a torch Work
+                self._error, self._stage = e, DONE
+        return True
+
+    def _progressed(self) -> bool:
+        self._channel.progress()
+        return self._stage == DONE
+
+    def _checking(self) -> bool:
+        return self._stage == CHECKING
 
     def result(self) -> list:
         self.wait()
@@ -147,9 +177,15 @@ class Work:
         return f"<Work {self._op} seq={self._seq} completed={self._stage == DONE}>"
 
 
-def then(work: Work, fn: Callable, outputs: list | None = None) -> Work:
+def then(work: Work | None, fn: Callable, outputs: list | None = None) -> Work | None:
     """Make ``work`` run ``fn()`` when its transfer completes, before it reports completion
-    (to unpack a gathered buffer into the caller's tensors)."""
+    (to unpack a gathered buffer into the caller's tensors). ``work`` None: a blocking
+    collective that has completed already, so ``fn`` runs now."""
+    if work is None:
+        fn()
+        for t in outputs or ():
+            t._vc[0] += 1
+        return None
     work._outputs = outputs or []
     if work._stage == DONE:  # it may have completed while it was being made
         if work._error is None:
@@ -163,6 +199,27 @@ def then(work: Work, fn: Callable, outputs: list | None = None) -> Work:
         fn()
     work._finish = finish
     return work
+
+
+def poll(done: Callable[[], bool], start: float, limit: float,
+         arriving: bool | Callable[[], bool]) -> bool:
+    """Call ``done()`` until it says True (then True), or until ``limit`` seconds have passed
+    since ``start`` (then False). It spins a little, then yields the core between calls;
+    while ``arriving`` (a bool, or a function saying whether the other ranks have yet to reach
+    the collective) it sleeps instead after 10 ms: ranks sharing a core leave it to the rank
+    that has work to do."""
+    spins = 0
+    while not done():
+        spins += 1
+        if spins > 200:  # spin a little first: a yield may hand the core away for long
+            waited = time.monotonic() - start
+            if waited > limit:
+                return False
+            if waited > 0.01 and (arriving() if callable(arriving) else arriving):
+                time.sleep(0.001 if waited > 0.1 else 0.0001)
+            else:
+                os.sched_yield()
+    return True
 
 
 def _seconds(timeout) -> float:

@@ -57,7 +57,9 @@ class NcclBackend:
         import cupy
 
         if not async_op:  # a timed rendezvous, so that a missing rank raises instead of hanging
-            self.mpi.barrier(False).wait()
+            rendezvous = self.mpi.barrier(False)
+            if rendezvous is not None:  # None: it ran to completion already
+                rendezvous.wait()
         stream = cupy.cuda.get_current_stream()
 
         def issue():
