@@ -17,7 +17,7 @@ from ember._warn import warn_user
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
 from ember.ops import _erf
-from ember.ops._common import c_order, keep_where, select, variant
+from ember.ops._common import c_order, keep_where, row_max, row_sum, select, variant
 from ember.ops._promote import cast, float_arg, scalar
 from ember.ops.pointwise import ThresholdBackward, sigmoid, where
 from ember.ops.pointwise_special import erf
@@ -71,7 +71,7 @@ def _stable_shift(x: np.ndarray, dim: int) -> np.ndarray:
     """``x - max(x)`` along ``dim``, as torch's kernels: a row with +inf, or all -inf, gets
     NaN from inf - inf, and so a NaN softmax."""
     with np.errstate(invalid="ignore"):
-        return x - x.max(axis=dim, keepdims=True)
+        return x - row_max(x, dim)
 
 
 class Softmax(Op):
@@ -85,7 +85,7 @@ class Softmax(Op):
             return x.copy()
         e = c_order(np.exp(_stable_shift(x, dim)))
         with np.errstate(invalid="ignore"):
-            e /= e.sum(axis=dim, keepdims=True)
+            e /= row_sum(e, dim)
         return e
 
     @staticmethod
@@ -93,7 +93,7 @@ class Softmax(Op):
         (y,) = ctx.saved_tensors
         if not STATE.enabled:  # first-order backward: one fused NumPy expression
             gy = g._data * y._data
-            gy -= y._data * gy.sum(axis=ctx.dim, keepdims=True)
+            gy -= y._data * row_sum(gy, ctx.dim)
             return Tensor._make(gy)
         gy = g * y
         return gy - y * gy.sum(ctx.dim, keepdim=True)
@@ -110,7 +110,7 @@ class LogSoftmax(Op):
             return x.copy()
         s = c_order(_stable_shift(x, dim))
         with np.errstate(invalid="ignore", divide="ignore"):
-            s -= np.log(np.exp(s).sum(axis=dim, keepdims=True))
+            s -= np.log(row_sum(np.exp(s), dim))
         return s
 
     @staticmethod
@@ -118,7 +118,7 @@ class LogSoftmax(Op):
         (y,) = ctx.saved_tensors
         if not STATE.enabled:  # first-order backward: one fused NumPy expression
             gd = g._data
-            return Tensor._make(gd - np.exp(y._data) * gd.sum(axis=ctx.dim, keepdims=True))
+            return Tensor._make(gd - np.exp(y._data) * row_sum(gd, ctx.dim))
         return g - y.exp() * g.sum(ctx.dim, keepdim=True)
 
 
