@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from oracle import check
 
-from ember.ops._common import _short_rows, row_max, row_sum
+from ember.ops._common import row_max, row_sum, short_rows
 
 
 def _rows(shape, dtype, seed=0):
@@ -31,7 +31,7 @@ def _rows(shape, dtype, seed=0):
 @pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
 def test_short_rows_match_torch(fn, shape, dtype):
     x = _rows(shape, dtype)
-    assert _short_rows(x, -1, 1024) == (shape[-1] <= 1024)  # (8, 2048): NumPy's own sum
+    assert short_rows(x, -1, 1024) == (shape[-1] <= 1024)  # (8, 2048): NumPy's own sum
     check(lambda lib, t: getattr(lib, fn)(t, -1), x, atol=1e-6, rtol=1e-5)
 
 
@@ -44,7 +44,7 @@ def test_other_dims_and_layouts_keep_numpy_reductions():
 @pytest.mark.parametrize("shape", [(4096, 1), (512, 8), (128, 32), (128, 33), (16, 1024)])
 def test_row_helpers_equal_numpy(shape):
     x = _rows(shape, "float64", seed=1)
-    assert _short_rows(x, -1, 1024)  # the matrix-vector path is the one tested
+    assert short_rows(x, -1, 1024)  # the matrix-vector path is the one tested
     with np.errstate(invalid="ignore"):
         np.testing.assert_array_equal(row_max(x, -1), x.max(-1, keepdims=True))
         got, ref = row_sum(x, 1), x.sum(-1, keepdims=True)

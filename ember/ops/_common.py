@@ -77,7 +77,7 @@ def blockwise(kernel, x: np.ndarray, dtype=None) -> np.ndarray:
     return out.reshape(x.shape)
 
 
-def _short_rows(x, dim: int, longest: int) -> bool:
+def short_rows(x, dim: int, longest: int) -> bool:
     """Whether a reduction of ``x`` over ``dim`` is one over the last axis of a C-contiguous
     float32/float64 NumPy array with rows of at most ``longest`` elements (and enough of them
     to matter): NumPy's reduction runs its inner loop once per row there, ~10 ns a row."""
@@ -92,7 +92,7 @@ _ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def row_sum(x, dim: int):
     """``x.sum(dim, keepdims=True)``; over short last-axis rows, a matrix-vector product with
     ones (BLAS: 7 us against NumPy's 41 for 2048 rows of 32, 240 for 16384 rows of 8)."""
-    if _short_rows(x, dim, 1024):
+    if short_rows(x, dim, 1024):
         return np.matmul(x, np.ones(x.shape[-1], x.dtype))[..., None]
     return x.sum(axis=dim, keepdims=True)
 
@@ -101,7 +101,7 @@ def row_max(x, dim: int):
     """``x.max(dim, keepdims=True)``; over last-axis rows of at most 32, the maximum down the
     columns of the transposed copy (57 us against NumPy's 177 for 2048 rows of 32). The same
     maximum (NaN included): max does not depend on the order it is taken in."""
-    if _short_rows(x, dim, 32):
+    if short_rows(x, dim, 32):
         d = x.shape[-1]
         return x.reshape(-1, d).T.copy().max(axis=0).reshape(*x.shape[:-1], 1)
     return x.max(axis=dim, keepdims=True)

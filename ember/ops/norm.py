@@ -20,6 +20,7 @@ from ember._backend import xp_of
 from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.autograd.grad_mode import STATE
+from ember.ops._common import row_sum, short_rows
 from ember.ops._promote import scalar
 
 
@@ -28,9 +29,17 @@ def _stats(xg: np.ndarray, sdims: tuple, eps: float):
         shape = tuple(1 if i in sdims else n for i, n in enumerate(xg.shape))
         nan = xp_of(xg).full(shape, np.nan, dtype=xg.dtype)
         return xg.copy(), nan, nan, nan
-    mean = xg.mean(axis=sdims, keepdims=True)
-    xc = xg - mean
-    var = np.mean(np.square(xc), axis=sdims, keepdims=True)
+    if len(sdims) == 1 and short_rows(xg, sdims[0], 1024):
+        # layer norm over one short last dim: row sums through BLAS (NumPy's reduction loops
+        # once per row)
+        n = xg.shape[-1]
+        mean = row_sum(xg, sdims[0]) / n
+        xc = xg - mean
+        var = row_sum(np.square(xc), sdims[0]) / n
+    else:
+        mean = xg.mean(axis=sdims, keepdims=True)
+        xc = xg - mean
+        var = np.mean(np.square(xc), axis=sdims, keepdims=True)
     invstd = 1.0 / np.sqrt(var + scalar(eps, xg.dtype))
     return xc, mean, var, invstd
 
@@ -174,7 +183,8 @@ def _asum(a: np.ndarray, dims: tuple) -> np.ndarray:
 def _amean(a: np.ndarray, dims: tuple) -> np.ndarray:
     """ember's ``mean(dims, keepdim=True)`` on arrays: the sum in a's dtype, then / count."""
     n = math.prod(a.shape[d] for d in dims)
-    out = a.sum(axis=dims, dtype=a.dtype, keepdims=True)
+    out = row_sum(a, dims[0]) if len(dims) == 1 and short_rows(a, dims[0], 1024) else \
+        a.sum(axis=dims, dtype=a.dtype, keepdims=True)
     return out / n if n else xp_of(a).full_like(out, np.nan)
 
 
