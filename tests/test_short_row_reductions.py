@@ -50,3 +50,13 @@ def test_row_helpers_equal_numpy(shape):
         got, ref = row_sum(x, 1), x.sum(-1, keepdims=True)
     assert got.shape == ref.shape
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_norm_over_short_rows_matches_torch(dtype):
+    x = _rows((16, 32, 64), dtype, seed=2)
+    rng = np.random.default_rng(3)
+    w, b = rng.standard_normal((2, 64)).astype(dtype)
+    assert short_rows(x, -1, 1024)
+    check(lambda lib, t, w, b: lib.nn.functional.layer_norm(t, (64,), w, b), x, w, b,
+          atol=1e-5, rtol=1e-4)
