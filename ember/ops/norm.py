@@ -89,14 +89,16 @@ class _Norm(Op):
     def forward(ctx, x, w, b, geom=None, eps=1e-5, stats=None, running=None):
         gshape, sdims, ashape, _ = geom
         xg = x.reshape(gshape) if gshape else x
-        if stats is None and _per_channel(geom, x):
-            y, mean, var, invstd = _channel_stats(x, ashape, eps)
-        elif stats is None:
-            y, mean, var, invstd = _stats(xg, sdims, eps)  # y holds x - mean, in place below
-        else:  # batch norm in eval mode: the running statistics are constants
-            mean, var = stats
-            invstd = 1.0 / np.sqrt(var + scalar(eps, x.dtype))
-            y = xg - mean
+        # an inf in x makes inf - inf (NaN statistics, as in torch, which does not warn)
+        with np.errstate(invalid="ignore"):
+            if stats is None and _per_channel(geom, x):
+                y, mean, var, invstd = _channel_stats(x, ashape, eps)
+            elif stats is None:
+                y, mean, var, invstd = _stats(xg, sdims, eps)  # y: x - mean, scaled below
+            else:  # batch norm in eval mode: the running statistics are constants
+                mean, var = stats
+                invstd = 1.0 / np.sqrt(var + scalar(eps, x.dtype))
+                y = xg - mean
         if gshape is None and sdims == geom[3]:
             # Per-channel affine (batch norm): fold invstd into the scale, two passes.
             y *= invstd * w.reshape(ashape)

@@ -233,3 +233,24 @@ def test_lp_pool_layers(name, args, kw, shape):
     e, t = getattr(ember.nn, name)(*args, **kw), getattr(torch.nn, name)(*args, **kw)
     assert_same_structure(e, t)
     compare_layer(e, t, positive(*shape), atol=1e-4)
+
+
+_NORMS = {
+    "layer": lambda lib, t: lib.nn.functional.layer_norm(t, (6,)),
+    "group": lambda lib, t: lib.nn.functional.group_norm(t, 2),
+    "batch": lambda lib, t: lib.nn.functional.batch_norm(t, None, None, training=True),
+    "batch_eval": lambda lib, t: lib.nn.functional.batch_norm(
+        t, lib.zeros(4), lib.ones(4), training=False),
+    "instance": lambda lib, t: lib.nn.functional.instance_norm(t),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NORMS))
+def test_norms_of_inf_and_nan_inputs_are_silent_and_match_torch(name):
+    import warnings
+
+    x = np.random.default_rng(0).standard_normal((8, 4, 6)).astype(np.float32)
+    x[0, 0, 0], x[1, 1, 1] = np.inf, np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch gives NaN statistics without a warning
+        check(_NORMS[name], x)
