@@ -97,7 +97,10 @@ def _erf32(x: np.ndarray) -> np.ndarray:
     out *= a
     out += a
     patch(out, t >= 1, _erf32_far, t)  # NaN fails the test and keeps the NaN made above
-    return np.copysign(out, x, out=out)
+    # erf(|x|) >= +0 here: x's sign bit ORed in is copysign, at a third of its cost
+    bits = out.view(np.uint32)
+    np.bitwise_or(bits, np.bitwise_and(x.view(np.uint32), np.uint32(0x8000_0000)), out=bits)
+    return out
 
 
 def _erf32_far(t: np.ndarray) -> np.ndarray:
