@@ -13,6 +13,7 @@ from ember._tensor import Tensor
 from ember.autograd.function import Op
 from ember.linalg import LinAlgError, _square, solve
 from ember.ops.linalg import matmul
+from ember.ops.pointwise_more import not_for
 
 
 def _not_pd(a: np.ndarray) -> LinAlgError:
@@ -92,7 +93,11 @@ class LinalgEigh(Op):
 
 def eigh(A: Tensor, UPLO: str = "L"):
     """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices."""
-    _square("linalg.eigh", A)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype.is_floating_point \
+            or A.dtype.is_complex:
+        _square("linalg.eigh", A)  # (shape errors come first, as in torch)
+    else:  # an integer or bool matrix: torch's kernel lookup fails, not its input check
+        raise not_for("linalg_eigh_cpu", A.dtype)
     w, v = LinalgEigh.apply(A, uplo=UPLO)
     return return_types.linalg_eigh(w, v)
 

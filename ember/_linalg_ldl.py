@@ -15,6 +15,7 @@ import numpy as np
 from ember import _dtype, return_types
 from ember._tensor import Tensor
 from ember.autograd.function import Op
+from ember.linalg import _square
 from ember.ops.pointwise_more import _CNAME, not_for
 
 _ALPHA = (1 + np.sqrt(17.0)) / 8  # Bunch-Kaufman's growth bound
@@ -152,15 +153,7 @@ class LinalgLdlFactorEx(Op):
 
 
 def _check_ldl_input(a: Tensor) -> None:
-    name = "torch.linalg.ldl_factor_ex"
-    if a.ndim < 2:
-        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
-    if a.shape[-1] != a.shape[-2]:
-        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
-                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
-    if not a.dtype.is_floating_point:
-        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
-                           f"{_CNAME[a.dtype.name]}")
+    _square("torch.linalg.ldl_factor_ex", a)
     if a.dtype not in (_dtype.float32, _dtype.float64):
         raise not_for("ldl_factor_kernel_cpu", a.dtype)
 

@@ -101,7 +101,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False):
     from ember import linalg
     from ember.return_types import linalg_inv_ex
 
-    _square("linalg.inv_ex", A)
+    _square("linalg.inv", A)  # torch's inv_ex names linalg.inv
     bad = _first_zero_pivot(A._data)
     if not bad.any():
         return linalg_inv_ex(linalg.inv(A), _info(bad.shape))

@@ -13,6 +13,7 @@ import numpy as np
 from ember._tensor import Tensor, _wrap_dim
 from ember.autograd.function import Op
 from ember.ops.linalg import matmul
+from ember.ops.pointwise_more import _CNAME
 from ember.ops.reduction_norm import vector_norm
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet",
@@ -33,7 +34,7 @@ def _square(name: str, a: Tensor) -> None:
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
     if not a.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
-                           f"{a.dtype.name.capitalize()}")
+                           f"{_CNAME[a.dtype.name]}")
 
 
 def _singular(name: str, a: np.ndarray) -> LinAlgError:

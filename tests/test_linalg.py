@@ -5,7 +5,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig
+from oracle import arr, check, check_error, fd_check, gradgrad_check, negstride, noncontig, outcome
 
 import ember
 
@@ -276,3 +276,15 @@ def test_matmul_result_is_a_view_only_where_torchs_is(sa, sb, rg):
     def fn(m):
         return m.matmul(m.ones(sa, requires_grad=rg), m.ones(sb))._base is None
     assert fn(ember) == fn(torch)
+
+
+@pytest.mark.parametrize("fn", ["inv", "inv_ex", "det", "cholesky", "eigh", "matrix_exp",
+                                "ldl_factor_ex"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool"])
+def test_square_checks_name_integer_dtypes_as_torch(fn, dtype):
+    """The message names the dtype as torch's C++ does ("Got Long"), word for word."""
+    def call(lib):
+        getattr(lib.linalg, fn)(lib.ones(2, 2, dtype=getattr(lib, dtype)))
+
+    t, e = outcome(call, torch), outcome(call, ember)
+    assert e == t and t[0] == "error"
