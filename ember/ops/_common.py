@@ -89,12 +89,13 @@ def short_rows(x, dim: int, longest: int) -> bool:
 _ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def row_sum(x, dim: int):
-    """``x.sum(dim, keepdims=True)``; over short last-axis rows, a matrix-vector product with
-    ones (BLAS: 7 us against NumPy's 41 for 2048 rows of 32, 240 for 16384 rows of 8)."""
+def row_sum(x, dim: int, dtype=None):
+    """``x.sum(dim, keepdims=True, dtype=dtype)``; over short last-axis rows, a matrix-vector
+    product with ones (BLAS: 7 us against NumPy's 41 for 2048 rows of 32, 240 for 16384 rows
+    of 8)."""
     if short_rows(x, dim, 1024):
         return np.matmul(x, np.ones(x.shape[-1], x.dtype))[..., None]
-    return x.sum(axis=dim, keepdims=True)
+    return x.sum(axis=dim, keepdims=True, dtype=dtype)
 
 
 def row_max(x, dim: int):

@@ -185,7 +185,7 @@ def _asum(a: np.ndarray, dims: tuple) -> np.ndarray:
 def _amean(a: np.ndarray, dims: tuple) -> np.ndarray:
     """ember's ``mean(dims, keepdim=True)`` on arrays: the sum in a's dtype, then / count."""
     n = math.prod(a.shape[d] for d in dims)
-    out = row_sum(a, dims[0]) if len(dims) == 1 and short_rows(a, dims[0], 1024) else \
+    out = row_sum(a, dims[0], a.dtype) if len(dims) == 1 else \
         a.sum(axis=dims, dtype=a.dtype, keepdims=True)
     return out / n if n else xp_of(a).full_like(out, np.nan)
 
